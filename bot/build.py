@@ -1,0 +1,41 @@
+"""Building an agent from settings: the one place that decides which backends are used."""
+
+from __future__ import annotations
+
+from bot.llm import ModelClient
+from bot.loop import Agent
+from bot.memory import InProcessMemory, Memory
+from bot.memory_redis import RedisMemory
+from config.settings import Settings
+from tools.base import Registry
+from tools.catalog import ops_tools
+
+
+def build_model(settings: Settings) -> ModelClient | None:
+    if not settings.model_configured:
+        return None
+    return ModelClient(
+        model=settings.model,
+        base_url=settings.openai_base_url,
+        api_key=settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
+        timeout_s=settings.llm.timeout_s,
+        max_retries=settings.llm.max_retries,
+        temperature=settings.llm.temperature,
+        max_answer_tokens=settings.llm.max_answer_tokens,
+    )
+
+
+def build_memory(settings: Settings) -> Memory:
+    if settings.redis_url:
+        return RedisMemory(settings.redis_url, ttl_s=settings.memory.ttl_s)
+    return InProcessMemory(ttl_s=settings.memory.ttl_s)
+
+
+def build_agent(settings: Settings) -> Agent:
+    return Agent(
+        model=build_model(settings),
+        memory=build_memory(settings),
+        tools=Registry(ops_tools(settings.policy)),
+        limits=settings.loop,
+        memory_settings=settings.memory,
+    )

@@ -1,0 +1,170 @@
+"""The `opsbot` command: chat in a terminal, ask one question, check a config file."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from bot.build import build_agent
+from bot.commands import is_direct_command, run_direct_command
+from bot.loop import Agent
+from bot.prompts import no_model_text
+from bot.reply import Progress, Reply, Step
+from config.check import ConfigError, load_file_config
+from config.settings import SAMPLE_CONFIG, Settings
+
+EXIT_CONFIG = 2
+EXIT_NO_ANSWER = 3
+
+
+class TerminalProgress(Progress):
+    """Each step as one line: what was called, with what, and how it came out."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def on_tool_start(self, step: int, tool: str, args: Any) -> None:
+        click.secho(f"  … step {step}: {tool} {_args(args)}", fg="bright_black", file=self.stream)
+
+    def on_step(self, step: Step) -> None:
+        for call in step.calls:
+            mark = "✓" if call.status == "ok" else "✗"
+            detail = f" – {call.error}" if call.error else ""
+            click.secho(
+                f"  {mark} step {step.n}: {call.tool} {_args(call.args)} → {call.status} "
+                f"({call.duration_ms:.0f} ms){detail}",
+                fg="green" if call.status == "ok" else "yellow",
+                file=self.stream,
+            )
+        if step.note:
+            click.secho(f"  ! {step.note}", fg="yellow", file=self.stream)
+
+
+def _args(args: Any) -> str:
+    if isinstance(args, dict):
+        return "(" + ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items()) + ")"
+    return repr(args)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    envvar="OPSBOT_CONFIG",
+    help="YAML config file (default: $OPSBOT_CONFIG, else the bundled sample environment).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Log every step as a JSON record on stderr.")
+@click.pass_context
+def main(ctx: click.Context, config_path: Path | None, verbose: bool) -> None:
+    """opsbot: an on-call assistant that shows every step it takes."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s", stream=sys.stderr)
+    ctx.obj = config_path
+
+
+def _settings(ctx: click.Context) -> Settings:
+    path: Path | None = ctx.obj
+    if path is None:
+        click.secho(f"Using the bundled sample environment ({SAMPLE_CONFIG}); set OPSBOT_CONFIG for yours.",
+                    fg="bright_black", err=True)
+        path = SAMPLE_CONFIG
+    try:
+        return Settings.load(path)
+    except ConfigError as exc:
+        click.secho(str(exc), fg="red", err=True)
+        click.echo(f"Fix the file, then check it with: opsbot --config {path} check-config", err=True)
+        ctx.exit(EXIT_CONFIG)
+        raise  # unreachable: ctx.exit raises
+
+
+@main.command()
+@click.option("--thread", default="cli:default", show_default=True, help="Conversation to continue.")
+@click.pass_context
+def chat(ctx: click.Context, thread: str) -> None:
+    """Talk to opsbot in this terminal. Each step is shown as it happens."""
+    settings = _settings(ctx)
+    agent = build_agent(settings)
+    click.secho(f"opsbot · model {settings.model if agent.model else '(none)'} · memory: "
+                f"{agent.memory.describe()} · thread {thread}", bold=True)
+    if agent.model is None:
+        click.secho(no_model_text(), fg="yellow")
+    click.echo("Type a question, `help` for direct commands, `exit` to leave.")
+    while True:
+        try:
+            text = click.prompt("you", prompt_suffix="> ", default="", show_default=False).strip()
+        except (EOFError, click.Abort):
+            click.echo()
+            return
+        if text.lower() in ("exit", "quit"):
+            return
+        if text:
+            _answer(agent, text, thread, sys.stdout)
+
+
+def _answer(agent: Agent, text: str, thread: str, stream: Any) -> Reply | None:
+    if is_direct_command(text):
+        output = run_direct_command(agent, text, thread)
+        click.echo(output.text, file=stream)
+        return None
+    reply = agent.run(text, thread=thread, progress=TerminalProgress(sys.stderr))
+    color = "cyan" if reply.stop_reason == "answered" else "yellow"
+    click.secho(f"opsbot> {reply.text}", fg=color, file=stream)
+    click.secho(
+        f"  ({reply.stop_reason.value} · {len(reply.steps)} step(s) · {reply.usage.model_calls} model call(s) · "
+        f"{reply.usage.prompt_tokens + reply.usage.completion_tokens} tokens · {reply.duration_s:.1f}s)",
+        fg="bright_black",
+        file=stream,
+    )
+    return reply
+
+
+@main.command()
+@click.argument("question")
+@click.option("--thread", default="cli:default", show_default=True, help="Conversation to continue.")
+@click.option("--json", "as_json", is_flag=True, help="Print text, stop reason, steps and usage as JSON.")
+@click.pass_context
+def ask(ctx: click.Context, question: str, thread: str, as_json: bool) -> None:
+    """Ask one question (or run one direct command) and print the answer."""
+    agent = build_agent(_settings(ctx))
+    if is_direct_command(question):
+        output = run_direct_command(agent, question, thread)
+        click.echo(json.dumps({"text": output.text, "ok": output.ok}) if as_json else output.text)
+        ctx.exit(0 if output.ok else 1)
+    progress = Progress() if as_json else TerminalProgress(sys.stderr)
+    reply = agent.run(question, thread=thread, progress=progress)
+    click.echo(reply.model_dump_json(indent=2) if as_json else reply.text)
+    if reply.stop_reason in ("no_model", "llm_unavailable", "memory_unavailable", "busy"):
+        ctx.exit(EXIT_NO_ANSWER)
+
+
+@main.command("check-config")
+@click.argument("path", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.pass_context
+def check_config(ctx: click.Context, path: Path | None) -> None:
+    """Validate a YAML config file and print every problem with its line."""
+    target = path or ctx.obj
+    if target is None:
+        raise click.UsageError("name a file: opsbot check-config PATH (or set OPSBOT_CONFIG)")
+    try:
+        config = load_file_config(target)
+    except ConfigError as exc:
+        click.secho(str(exc), fg="red", err=True)
+        ctx.exit(1)
+    missing = [
+        f"service {name}: log file {log} does not exist"
+        for name, service in config.policy.resolved(target.resolve().parent).services.items()
+        for log in service.logs
+        if not log.exists()
+    ]
+    for warning in missing:
+        click.secho(f"warning: {warning}", fg="yellow", err=True)
+    policy = config.policy
+    click.echo(
+        f"{target}: ok – {len(policy.services)} service(s), {len(policy.commands)} command(s), "
+        f"{len(policy.config_files)} config file(s)"
+    )

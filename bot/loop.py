@@ -1,0 +1,261 @@
+"""The agent loop: one user message in one thread becomes one `Reply`.
+
+A plain `while` over steps. Each step asks the model once; tool calls are validated, run
+(concurrently, bounded) and paired with their results by `tool_call_id`; the step is stored and
+logged as one record. Every guard ends in a reply, never an exception.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.guards import LoopGuard, Verdict, canonical_arguments
+from bot.llm import ModelClient, ModelTurn, ModelUnavailable, Usage
+from bot.memory import Memory, MemoryUnavailable, ThreadBusy, ThreadState
+from bot.messages import Block, Message, ToolCallSpec
+from bot.prompts import SYSTEM_PROMPT, final_note, llm_unavailable_text, no_model_text, nudge_drift, nudge_empty
+from bot.reply import CallRecord, Progress, Reply, Step, StopReason
+from bot.summary import blocks_to_fold, write_summary
+from bot.tokens import CHARS_PER_TOKEN
+from config.settings import LoopLimits, MemorySettings
+from tools.base import Registry, Tool
+from tools.executor import Executor, Outcome, RetryPolicy, ToolCall
+from tools.redact import redact, redact_text
+
+log = logging.getLogger("opsbot.steps")
+
+
+class Agent:
+    def __init__(
+        self,
+        model: ModelClient | None,
+        memory: Memory,
+        tools: Registry | Iterable[Tool | Callable[..., Any]],
+        limits: LoopLimits | None = None,
+        memory_settings: MemorySettings | None = None,
+        system_prompt: str = SYSTEM_PROMPT,
+    ) -> None:
+        self.model = model
+        self.memory = memory
+        self.registry = tools if isinstance(tools, Registry) else Registry(tools)
+        self.limits = limits or LoopLimits()
+        self.memory_settings = memory_settings or MemorySettings()
+        self.system_prompt = system_prompt
+        self.executor = Executor(
+            self.registry,
+            RetryPolicy(self.limits.tool_timeout_s, self.limits.tool_retries, self.limits.tool_retry_backoff_s),
+            self.limits.max_parallel_tools,
+        )
+
+    def run(self, text: str, thread: str = "cli:default", progress: Progress | None = None) -> Reply:
+        started = time.monotonic()
+        if self.model is None:
+            return Reply(thread=thread, text=no_model_text(), stop_reason=StopReason.no_model)
+        run = _Run(self, thread, progress or Progress(), started)
+        try:
+            with self.memory.lock(thread, self.memory_settings.lock_ttl_s, self.memory_settings.lock_wait_s):
+                reply = run.execute(text)
+        except ThreadBusy:
+            reply = run.reply(
+                "Another question in this thread is still being worked on; ask again when it is answered.",
+                StopReason.busy,
+            )
+        except MemoryUnavailable as exc:
+            reply = run.reply(
+                f"opsbot cannot reach its memory store ({exc}). Nothing was half-saved; "
+                "ask again in a moment. Direct commands (logs, run, config) work without memory.",
+                StopReason.memory_unavailable,
+            )
+        return reply
+
+    def reset(self, thread: str) -> None:
+        self.memory.reset(thread)
+
+
+@dataclass
+class _Run:
+    """The state of one run; lives only as long as `Agent.run`."""
+
+    agent: Agent
+    thread: str
+    progress: Progress
+    started: float
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    steps: list[Step] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    notes: list[Message] = field(default_factory=list)  # loop nudges: sent, never stored
+    nudged_empty: bool = False
+    drift_noted: bool = False
+
+    def execute(self, text: str) -> Reply:
+        agent, limits = self.agent, self.agent.limits
+        state = agent.memory.load(self.thread, new_turn=True)
+        user = Block(messages=[Message.user(text)])
+        agent.memory.append(self.thread, [user])
+        turn_blocks: list[Block] = [user]
+        guard = LoopGuard(limits, state.repeats)
+        stop: StopReason | None = None
+        while True:
+            if stop is None and len(self.steps) + 1 >= limits.max_steps:
+                stop = StopReason.max_steps
+            if stop is None and time.monotonic() - self.started >= limits.time_budget_s:
+                stop = StopReason.time_budget
+            try:
+                turn = self._ask(state, turn_blocks, final=stop)
+            except ModelUnavailable as exc:
+                return self.reply(llm_unavailable_text(str(exc), self.steps), StopReason.llm_unavailable)
+            if stop is not None or not turn.tool_calls:
+                answer = turn.content.strip()
+                if not answer and not self.nudged_empty:
+                    self.nudged_empty = True
+                    self.notes.append(nudge_empty())
+                    self._record(Step(n=len(self.steps) + 1, decision="empty", **_tokens(turn)), [])
+                    continue
+                reason = stop or StopReason.answered
+                if not answer:
+                    answer, reason = self._fallback(), StopReason.no_answer
+                self._record(Step(n=len(self.steps) + 1, decision="answer", **_tokens(turn)), [])
+                turn_blocks.append(Block(messages=[Message.assistant(answer)]))
+                agent.memory.append(self.thread, turn_blocks[-1:])
+                self._fold(state, turn_blocks)
+                return self.reply(answer, reason)
+            block, stop = self._tool_step(turn, guard)
+            turn_blocks.append(block)
+
+    def _tool_step(self, turn: ModelTurn, guard: LoopGuard) -> tuple[Block, StopReason | None]:
+        agent, step_n = self.agent, len(self.steps) + 1
+        calls = [ToolCall(c.id, c.name, c.arguments) for c in turn.tool_calls]
+        checks = [guard.check(call) for call in calls]
+        to_run = [call for call, check in zip(calls, checks) if check.verdict is Verdict.run]
+        for call in to_run:
+            self.progress.on_tool_start(step_n, call.name, _shown_args(call.arguments))
+        ran = iter(agent.executor.run_many(to_run))
+        outcomes: list[Outcome] = []
+        for call, check in zip(calls, checks):
+            if check.verdict is Verdict.run:
+                outcome = next(ran)
+                capped = outcome.result.capped(agent.limits.max_result_tokens * CHARS_PER_TOKEN)
+                outcome = Outcome(call, capped, outcome.attempts, outcome.duration_s)
+                guard.record(call, outcome.result)
+            else:
+                outcome = Outcome(call, check.result(), 0, 0.0)
+            outcomes.append(outcome)
+        assistant = Message.assistant(turn.content, list(turn.tool_calls))
+        block = Block.tool_step(assistant, [Message.tool(o.call.id, o.result.render()) for o in outcomes])
+        agent.memory.append(self.thread, [block], guard.changed())
+        stop: StopReason | None = None
+        note = None
+        if any(check.verdict is Verdict.stop for check in checks):
+            stop, note = StopReason.repeated_call, "an identical call was repeated again: stopping"
+        elif (drift := guard.drift(calls)) is not None:
+            if self.drift_noted:
+                stop, note = StopReason.loop_detected, f"{drift}: tools withdrawn"
+            else:
+                self.drift_noted = True
+                self.notes.append(nudge_drift(drift))
+                note = f"{drift}: nudged"
+        records = [_call_record(o) for o in outcomes]
+        self._record(Step(n=step_n, decision="tool_calls", calls=records, note=note, **_tokens(turn)), outcomes)
+        return block, stop
+
+    def _ask(self, state: ThreadState, turn_blocks: list[Block], final: StopReason | None) -> ModelTurn:
+        agent = self.agent
+        self.progress.on_model_call(len(self.steps) + 1)
+        messages = [Message.system(agent.system_prompt)]
+        if state.summary:
+            messages.append(Message.system(f"Summary of earlier turns in this thread:\n{state.summary}"))
+        for block in [*state.blocks, *turn_blocks]:
+            messages.extend(block.messages)
+        messages.extend(self.notes)
+        if final is not None:
+            messages.append(final_note(final, agent.limits.max_steps))
+        assert agent.model is not None
+        turn = agent.model.complete(
+            [m.to_api() for m in messages], tools=None if final is not None else agent.registry.schemas()
+        )
+        self.usage.add(turn.usage)
+        return turn
+
+    def _fold(self, state: ThreadState, turn_blocks: list[Block]) -> None:
+        settings = self.agent.memory_settings
+        blocks = [*state.blocks, *turn_blocks]
+        count = blocks_to_fold(blocks, settings.window_tokens)
+        if count == 0:
+            return
+        summary, usage = write_summary(
+            self.agent.model, state.summary, blocks[:count], settings.summary_tokens, settings.window_tokens * 2
+        )
+        self.usage.add(usage)
+        self.agent.memory.fold(self.thread, count, summary)
+
+    def _fallback(self) -> str:
+        done = [f"{c.tool} -> {c.status}" for s in self.steps for c in s.calls]
+        did = f" What I did: {'; '.join(done)}." if done else ""
+        return (
+            "I could not get an answer out of the model for this question (it replied with nothing twice)."
+            f"{did} Try asking more specifically, or use a direct command such as `logs <service>`."
+        )
+
+    def _record(self, step: Step, outcomes: list[Outcome]) -> None:
+        self.steps.append(step)
+        log.info(
+            json.dumps(
+                {
+                    "event": "step",
+                    "thread": self.thread,
+                    "run": self.run_id,
+                    "step": step.n,
+                    "decision": step.decision,
+                    "calls": [c.model_dump(mode="json") for c in step.calls],
+                    "results": [o.result.render() for o in outcomes],
+                    "note": step.note,
+                    "prompt_tokens": step.prompt_tokens,
+                    "completion_tokens": step.completion_tokens,
+                    "model_ms": step.model_ms,
+                },
+                ensure_ascii=False,
+            )
+        )
+        self.progress.on_step(step)
+
+    def reply(self, text: str, reason: StopReason) -> Reply:
+        return Reply(
+            thread=self.thread,
+            text=redact_text(text),
+            stop_reason=reason,
+            steps=self.steps,
+            usage=self.usage,
+            duration_s=time.monotonic() - self.started,
+        )
+
+
+def _tokens(turn: ModelTurn) -> dict[str, Any]:
+    return {
+        "prompt_tokens": turn.usage.prompt_tokens,
+        "completion_tokens": turn.usage.completion_tokens,
+        "model_ms": round(turn.duration_s * 1000, 1),
+    }
+
+
+def _shown_args(raw: str) -> Any:
+    _, parsed = canonical_arguments(raw)
+    return redact(parsed if parsed is not None else raw)
+
+
+def _call_record(outcome: Outcome) -> CallRecord:
+    error = outcome.result.error
+    return CallRecord(
+        id=outcome.call.id,
+        tool=outcome.call.name,
+        args=_shown_args(outcome.call.arguments),
+        status=outcome.result.status,
+        error=error.message if error else None,
+        attempts=outcome.attempts,
+        duration_ms=round(outcome.duration_s * 1000, 1),
+    )

@@ -1,0 +1,122 @@
+"""Thread memory in Redis: a list of JSON blocks, a summary string, a repeats hash, a lock key.
+
+Every method is one round trip (a pipeline); writes are MULTI/EXEC so a crash never leaves half
+a step behind. Any connection failure becomes `MemoryUnavailable`; redis-py reconnects on the
+next call, so opsbot recovers on its own when Redis returns.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import redis
+
+from bot.memory import MemoryUnavailable, ThreadBusy, ThreadState, first_turn_start
+from bot.messages import Block
+
+_RELEASE = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0
+"""
+
+
+class RedisMemory:
+    def __init__(
+        self, url: str, ttl_s: int = 7 * 24 * 3600, prefix: str = "opsbot", client: redis.Redis | None = None
+    ) -> None:
+        self.url = url
+        self.ttl_s = ttl_s
+        self.prefix = prefix
+        self.round_trips = 0
+        self._redis = client or redis.Redis.from_url(
+            url, socket_connect_timeout=2, socket_timeout=5, health_check_interval=30, decode_responses=True
+        )
+        self._release = self._redis.register_script(_RELEASE)
+
+    def _keys(self, thread: str) -> dict[str, str]:
+        base = f"{self.prefix}:thread:{thread}"
+        return {"blocks": f"{base}:blocks", "summary": f"{base}:summary", "repeats": f"{base}:repeats"}
+
+    def load(self, thread: str, new_turn: bool) -> ThreadState:
+        keys = self._keys(thread)
+        with self._pipeline(transaction=False) as pipe:
+            pipe.lrange(keys["blocks"], 0, -1)
+            pipe.get(keys["summary"])
+            if new_turn:
+                pipe.delete(keys["repeats"])
+            else:
+                pipe.hgetall(keys["repeats"])
+            raw_blocks, summary, repeats = self._execute(pipe)
+        blocks = [Block.model_validate_json(raw) for raw in raw_blocks]
+        return ThreadState(first_turn_start(blocks), summary or "", {} if new_turn else dict(repeats))
+
+    def append(self, thread: str, blocks: list[Block], repeats: dict[str, str] | None = None) -> None:
+        keys = self._keys(thread)
+        with self._pipeline(transaction=True) as pipe:
+            if blocks:
+                pipe.rpush(keys["blocks"], *(b.model_dump_json() for b in blocks))
+            if repeats:
+                pipe.hset(keys["repeats"], mapping=repeats)
+            for key in keys.values():
+                pipe.expire(key, self.ttl_s)
+            self._execute(pipe)
+
+    def fold(self, thread: str, folded_blocks: int, summary: str) -> None:
+        keys = self._keys(thread)
+        with self._pipeline(transaction=True) as pipe:
+            pipe.ltrim(keys["blocks"], folded_blocks, -1)
+            pipe.set(keys["summary"], summary, ex=self.ttl_s)
+            self._execute(pipe)
+
+    def reset(self, thread: str) -> None:
+        with self._pipeline(transaction=False) as pipe:
+            pipe.delete(*self._keys(thread).values())
+            self._execute(pipe)
+
+    @contextmanager
+    def lock(self, thread: str, ttl_s: float, wait_s: float) -> Iterator[None]:
+        key = f"{self.prefix}:thread:{thread}:lock"
+        token = uuid.uuid4().hex
+        deadline = time.monotonic() + wait_s
+        while not self._call(lambda: self._redis.set(key, token, nx=True, px=int(ttl_s * 1000))):
+            if time.monotonic() >= deadline:
+                raise ThreadBusy(thread)
+            time.sleep(0.05)
+        try:
+            yield
+        finally:
+            try:
+                self._call(lambda: self._release(keys=[key], args=[token]))
+            except MemoryUnavailable:
+                pass  # the lock expires by itself after ttl_s
+
+    def describe(self) -> str:
+        return f"Redis at {_without_password(self.url)}"
+
+    @contextmanager
+    def _pipeline(self, transaction: bool) -> Iterator[Any]:
+        with self._redis.pipeline(transaction=transaction) as pipe:
+            yield pipe
+
+    def _execute(self, pipe: Any) -> list[Any]:
+        return self._call(pipe.execute)
+
+    def _call(self, func: Any) -> Any:
+        self.round_trips += 1
+        try:
+            return func()
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise MemoryUnavailable(f"cannot reach {self.describe()}: {exc}") from exc
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username or ''}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))

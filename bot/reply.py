@@ -1,0 +1,67 @@
+"""What a run gives back: the answer, why the loop stopped, every step, the tokens spent."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from bot.llm import Usage
+
+
+class StopReason(StrEnum):
+    answered = "answered"
+    max_steps = "max_steps"
+    repeated_call = "repeated_call"
+    loop_detected = "loop_detected"
+    time_budget = "time_budget"
+    no_answer = "no_answer"
+    llm_unavailable = "llm_unavailable"
+    memory_unavailable = "memory_unavailable"
+    busy = "busy"
+    no_model = "no_model"
+
+
+class CallRecord(BaseModel):
+    id: str
+    tool: str
+    args: Any = Field(description="parsed arguments, or the raw text when they were not valid JSON")
+    status: str
+    error: str | None = None
+    attempts: int = 0
+    duration_ms: float = 0.0
+
+
+class Step(BaseModel):
+    """One model decision and what came of it."""
+
+    n: int
+    decision: str = Field(description="tool_calls, answer, empty, or a guard's note")
+    calls: list[CallRecord] = Field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model_ms: float = 0.0
+    note: str | None = None
+
+
+class Reply(BaseModel):
+    thread: str
+    text: str
+    stop_reason: StopReason
+    steps: list[Step] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    duration_s: float = 0.0
+
+
+class Progress:
+    """What front ends override to show a run as it happens. Every hook defaults to nothing."""
+
+    def on_model_call(self, step: int) -> None:
+        """The model is being asked (step numbers start at 1)."""
+
+    def on_tool_start(self, step: int, tool: str, args: Any) -> None:
+        """A tool is about to run."""
+
+    def on_step(self, step: Step) -> None:
+        """A step is finished."""

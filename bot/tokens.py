@@ -1,0 +1,37 @@
+"""Token estimates for budgeting (what fits in a window). Accounting uses the API's `usage`.
+
+A character-based estimate needs no tokenizer download, errs on the generous side for English
+and log text (about 4 characters a token), and is fast enough to run on every message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from bot.messages import Block, Message
+
+CHARS_PER_TOKEN = 4
+MESSAGE_OVERHEAD = 4
+
+
+def estimate_tokens(text: str) -> int:
+    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+def message_tokens(message: Message) -> int:
+    calls = sum(estimate_tokens(c.name) + estimate_tokens(c.arguments) + 3 for c in message.tool_calls)
+    return MESSAGE_OVERHEAD + estimate_tokens(message.content or "") + calls
+
+
+def blocks_tokens(blocks: Iterable[Block]) -> int:
+    return sum(message_tokens(m) for block in blocks for m in block.messages)
+
+
+def cut_middle(text: str, max_tokens: int) -> str:
+    """`text` within `max_tokens`, keeping head and tail and saying what was cut."""
+    limit = max_tokens * CHARS_PER_TOKEN
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 60, 40)
+    head, tail = text[: keep // 2], text[len(text) - keep // 2 :]
+    return f"{head}\n[... {len(text) - len(head) - len(tail):,} characters cut ...]\n{tail}"

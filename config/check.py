@@ -1,0 +1,94 @@
+"""Reading one YAML config file and reporting every problem in it with where it is."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from config.settings import FileConfig
+
+
+@dataclass(frozen=True)
+class Problem:
+    where: str  # "file:line" when the YAML node is known, else the file alone
+    path: str  # dotted key path, e.g. "policy.services.checkout.logs"
+    message: str
+
+    def __str__(self) -> str:
+        key = f" {self.path}:" if self.path else ""
+        return f"{self.where}:{key} {self.message}"
+
+
+class ConfigError(Exception):
+    def __init__(self, path: Path, problems: list[Problem]) -> None:
+        self.path = path
+        self.problems = problems
+        lines = "\n".join(f"  {p}" for p in problems)
+        super().__init__(f"{path}: {len(problems)} problem(s)\n{lines}")
+
+
+def load_file_config(path: Path) -> FileConfig:
+    """Parse and validate the file; raise `ConfigError` with every problem found."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(path, [Problem(str(path), "", f"cannot read the file: {exc.strerror}")]) from exc
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        reason = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(path, [Problem(where, "", f"not valid YAML: {reason}")]) from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(path, [Problem(f"{path}:1", "", "the top level must be a mapping of sections")])
+    try:
+        return FileConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = [
+            Problem(_where(path, root, error["loc"]), _dotted(error["loc"]), error["msg"])
+            for error in exc.errors()
+        ]
+        raise ConfigError(path, problems) from exc
+
+
+def _dotted(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part == "[key]":  # pydantic's marker for a bad mapping key: the name itself is wrong
+            out += " (name)"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+def _where(path: Path, root: yaml.Node | None, loc: tuple[int | str, ...]) -> str:
+    """The line of the deepest YAML node on `loc` that exists (a missing key points at its parent)."""
+    node = root
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in loc:
+        child = _child(node, part)
+        if child is None:
+            break
+        node = child
+        line = node.start_mark.line + 1
+    return f"{path}:{line}" if line else str(path)
+
+
+def _child(node: yaml.Node | None, part: int | str) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if key.value == str(part):
+                # An unknown key is reported at the key itself, a bad value at the value.
+                return value
+    if isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+        return node.value[part]
+    return None

@@ -1,0 +1,112 @@
+"""Settings: environment variables for secrets and endpoints, one YAML file for everything else.
+
+The environment wins over the YAML file, the file over defaults. Nested values can come from
+the environment too, with `__`: `OPSBOT_LOOP__MAX_STEPS=5`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import ConfigDict, Field, SecretStr
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from config.policy import Policy, Strict
+
+SAMPLE_CONFIG = Path(__file__).parent / "sample" / "opsbot.yaml"
+
+
+class ModelSettings(Strict):
+    timeout_s: float = Field(default=60.0, gt=0, description="per request to the model API")
+    max_retries: int = Field(default=2, ge=0, le=10, description="client retries on 429/5xx/timeouts")
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    max_answer_tokens: int = Field(default=1024, gt=0)
+
+
+class LoopLimits(Strict):
+    max_steps: int = Field(default=8, ge=1, le=50, description="model calls per user message")
+    time_budget_s: float = Field(default=120.0, gt=0, description="wall clock per user message")
+    max_parallel_tools: int = Field(default=4, ge=1, le=32)
+    tool_timeout_s: float = Field(default=30.0, gt=0)
+    tool_retries: int = Field(default=2, ge=0, le=10, description="for timeouts and connection errors")
+    tool_retry_backoff_s: float = Field(default=0.2, ge=0, description="first backoff; doubles per retry")
+    max_result_tokens: int = Field(default=1000, ge=50, description="a tool result is cut to this")
+    repeat_warnings: int = Field(
+        default=1, ge=1, description="identical calls answered with repeated_call; the next one stops the loop"
+    )
+    near_repeat_limit: int = Field(
+        default=4, ge=2, description="calls of one tool varying a single argument before a nudge"
+    )
+
+
+class MemorySettings(Strict):
+    window_tokens: int = Field(default=3000, ge=200, description="recent turns kept verbatim")
+    summary_tokens: int = Field(default=400, ge=50, description="cap on the running summary")
+    ttl_s: int = Field(default=7 * 24 * 3600, ge=60, description="a thread is forgotten after this idle time")
+    lock_ttl_s: float = Field(default=300.0, gt=0, description="a run's lock expires after this")
+    lock_wait_s: float = Field(default=10.0, ge=0, description="wait for another run in the thread")
+
+
+class FileConfig(Strict):
+    """Everything one YAML file may hold. Secrets are not among it: they come from the environment."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str | None = None
+    llm: ModelSettings = Field(default_factory=ModelSettings)
+    loop: LoopLimits = Field(default_factory=LoopLimits)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    policy: Policy = Field(default_factory=Policy)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="OPSBOT_", env_nested_delimiter="__", extra="ignore", frozen=True, populate_by_name=True
+    )
+
+    openai_api_key: SecretStr | None = Field(default=None, validation_alias="OPENAI_API_KEY")
+    openai_base_url: str | None = Field(default=None, validation_alias="OPENAI_BASE_URL")
+    redis_url: str | None = Field(default=None, validation_alias="REDIS_URL")
+    model: str = "gpt-4o-mini"
+    config: Path | None = None
+    llm: ModelSettings = Field(default_factory=ModelSettings)
+    loop: LoopLimits = Field(default_factory=LoopLimits)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    policy: Policy = Field(default_factory=Policy)
+
+    @property
+    def model_configured(self) -> bool:
+        """A model is usable with a key, or with a base URL alone (local servers need no key)."""
+        return self.openai_api_key is not None or self.openai_base_url is not None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # First wins: the environment overrides what the YAML file (passed as init values) says.
+        return (env_settings, init_settings)
+
+    @classmethod
+    def load(cls, config_path: Path | None = None) -> Settings:
+        """Settings from the environment and the YAML file at `config_path` or `$OPSBOT_CONFIG`.
+
+        Raises `config.check.ConfigError` listing every problem of the file.
+        """
+        from config.check import load_file_config
+
+        env_path = os.environ.get("OPSBOT_CONFIG")
+        path = config_path or (Path(env_path) if env_path else None)
+        if path is None:
+            return cls()
+        file_config = load_file_config(path)
+        values: dict[str, Any] = file_config.model_dump(exclude_unset=True, exclude={"policy"})
+        values["policy"] = file_config.policy.resolved(path.resolve().parent)
+        values["config"] = path
+        return cls(**values)

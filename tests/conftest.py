@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.llm import ModelClient
+from bot.loop import Agent
+from bot.memory import InProcessMemory, Memory
+from bot.memory_redis import RedisMemory
+from config.settings import SAMPLE_CONFIG, LoopLimits, MemorySettings, Settings
+from tests.fakes.model_server import ModelServer, Policy
+from tests.fakes.redis_server import RedisServer
+from tools.catalog import ops_tools
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["inprocess", "redis"])
+def memory(request: pytest.FixtureRequest) -> Memory:
+    """Each test using this runs once per backend: the two must behave alike."""
+    if request.param == "inprocess":
+        return InProcessMemory()
+    server: RedisServer = request.getfixturevalue("redis_server")
+    server.flush()
+    return RedisMemory(server.url)
+
+
+@pytest.fixture(scope="session")
+def sample() -> Settings:
+    return Settings.load(SAMPLE_CONFIG)
+
+
+@pytest.fixture
+def model_server() -> Iterator[Callable[[Policy], ModelServer]]:
+    servers: list[ModelServer] = []
+
+    def start(policy: Policy) -> ModelServer:
+        server = ModelServer(policy).__enter__()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.__exit__()
+
+
+@pytest.fixture
+def make_agent(memory: Memory, sample: Settings) -> Callable[..., Agent]:
+    """An agent on the sample environment, talking to a scripted server through the real client."""
+
+    def make(server: ModelServer, tools: list[Any] | None = None, max_retries: int = 0, **limits: Any) -> Agent:
+        memory_settings = limits.pop("memory_settings", MemorySettings())
+        client = ModelClient(model="scripted", base_url=server.base_url, max_retries=max_retries, timeout_s=5)
+        return Agent(
+            model=client,
+            memory=memory,
+            tools=tools if tools is not None else ops_tools(sample.policy),
+            limits=LoopLimits(**{"tool_retry_backoff_s": 0.01, **limits}),
+            memory_settings=memory_settings,
+        )
+
+    return make
+
+
+SAMPLE_DIR: Path = SAMPLE_CONFIG.parent

@@ -1,0 +1,169 @@
+"""The tool contract: a tool is a name, a description, a pydantic argument model and a function.
+
+Tools never raise to their caller and never speak to the model: they return a `ToolResult`,
+and the executor turns anything unexpected into one too.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+
+class ErrorType(StrEnum):
+    invalid_args = "invalid_args"
+    unknown_tool = "unknown_tool"
+    not_found = "not_found"
+    denied = "denied"
+    needs_approval = "needs_approval"
+    timeout = "timeout"
+    unavailable = "unavailable"
+    failed = "failed"
+    repeated_call = "repeated_call"
+
+
+class ToolError(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    type: ErrorType
+    message: str
+    hint: str = ""
+    retryable: bool = False
+
+
+class ToolResult(BaseModel):
+    """What a tool call came to. Rendered to the model as one compact JSON string."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ok: bool
+    data: Any = None
+    error: ToolError | None = None
+    truncated: str | None = Field(default=None, description="what was cut, when something was")
+
+    @classmethod
+    def success(cls, data: Any) -> ToolResult:
+        return cls(ok=True, data=data)
+
+    @classmethod
+    def failure(
+        cls, type: ErrorType, message: str, hint: str = "", retryable: bool = False, data: Any = None
+    ) -> ToolResult:
+        return cls(ok=False, data=data, error=ToolError(type=type, message=message, hint=hint, retryable=retryable))
+
+    @property
+    def status(self) -> str:
+        """`ok`, or the error type: the one word a step log and a progress line show."""
+        return "ok" if self.error is None else self.error.type.value
+
+    def render(self) -> str:
+        return json.dumps(self.model_dump(mode="json", exclude_none=True), separators=(",", ":"), ensure_ascii=False)
+
+    def capped(self, max_chars: int) -> ToolResult:
+        """This result with its data cut in the middle so that it renders within `max_chars`.
+
+        Head and tail are kept (the newest log lines are usually last) and the cut is stated in
+        `truncated`, so the model knows it did not see everything.
+        """
+        rendered = self.render()
+        if len(rendered) <= max_chars:
+            return self
+        text = self.data if isinstance(self.data, str) else json.dumps(self.data, ensure_ascii=False)
+        overhead = len(rendered) - len(json.dumps(text, ensure_ascii=False)) + 200
+        keep = max(max_chars - overhead, 80)
+        head, tail = text[: keep * 2 // 5], text[len(text) - keep * 3 // 5 :]
+        cut = len(text) - len(head) - len(tail)
+        note = (
+            f"output was {len(text):,} characters; {cut:,} cut from the middle "
+            f"(first {len(head):,} and last {len(tail):,} kept). Narrow the query to see the rest."
+        )
+        return self.model_copy(update={"data": f"{head}\n[... {cut:,} characters cut ...]\n{tail}", "truncated": note})
+
+
+ToolFunction = Callable[[BaseModel], Any]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    args_model: type[BaseModel]
+    run: ToolFunction
+
+    def schema(self) -> dict[str, Any]:
+        """The chat-completions `tools=` entry, generated from the argument model."""
+        parameters = self.args_model.model_json_schema()
+        parameters.pop("title", None)
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": parameters},
+        }
+
+
+def tool(name: str, description: str, args_model: type[BaseModel]) -> Callable[[ToolFunction], Tool]:
+    """Decorator: a function taking one validated argument model becomes a `Tool`."""
+
+    def wrap(func: ToolFunction) -> Tool:
+        return Tool(name=name, description=description, args_model=args_model, run=func)
+
+    return wrap
+
+
+def from_function(func: Callable[..., Any], name: str | None = None) -> Tool:
+    """A plain, type-hinted Python function as a tool: its docstring describes it to the model,
+    its parameters become the argument model (defaults kept), its return value the data."""
+    signature = inspect.signature(func)
+    hints = inspect.get_annotations(func, eval_str=True)
+    fields: dict[str, Any] = {}
+    for param in signature.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"{func.__name__}: *args/**kwargs cannot be described to a model")
+        if param.name not in hints:
+            raise TypeError(f"{func.__name__}: parameter {param.name!r} needs a type hint")
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (hints[param.name], default)
+    tool_name = name or func.__name__
+    model = create_model(f"{tool_name}_args", __config__=ConfigDict(extra="forbid"), **fields)
+
+    def run(args: BaseModel) -> Any:
+        return func(**{field: getattr(args, field) for field in fields})
+
+    return Tool(name=tool_name, description=inspect.cleandoc(func.__doc__ or tool_name), args_model=model, run=run)
+
+
+class Registry:
+    """The tools one agent may call, by name."""
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for item in tools:
+            self.add(item)
+
+    def add(self, item: Tool | Callable[..., Any]) -> Tool:
+        entry = item if isinstance(item, Tool) else from_function(item)
+        if entry.name in self._tools:
+            raise ValueError(f"two tools are named {entry.name!r}")
+        self._tools[entry.name] = entry
+        return entry
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [self._tools[name].schema() for name in self.names]
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)

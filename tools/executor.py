@@ -1,0 +1,167 @@
+"""Runs tool calls: parse, validate, invoke with a timeout, retry transient failures, redact.
+
+Every path ends in a `ToolResult`; nothing a tool or the model does raises past this module.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from tools.base import ErrorType, Registry, Tool, ToolResult
+from tools.redact import redact
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call as the model sent it: `arguments` is the raw JSON text, unparsed."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    timeout_s: float = 30.0
+    retries: int = 2
+    backoff_s: float = 0.2
+
+
+@dataclass(frozen=True)
+class Outcome:
+    call: ToolCall
+    result: ToolResult
+    attempts: int
+    duration_s: float
+
+
+class Executor:
+    def __init__(self, registry: Registry, retry: RetryPolicy | None = None, max_parallel: int = 4) -> None:
+        self.registry = registry
+        self.retry = retry or RetryPolicy()
+        self.max_parallel = max_parallel
+
+    def run_many(self, calls: list[ToolCall]) -> list[Outcome]:
+        """Run calls concurrently (bounded); outcomes come back in the order of `calls`."""
+        if len(calls) <= 1 or self.max_parallel == 1:
+            return [self.run_one(call) for call in calls]
+        with ThreadPoolExecutor(max_workers=min(self.max_parallel, len(calls)), thread_name_prefix="tool") as pool:
+            return list(pool.map(self.run_one, calls))
+
+    def run_one(self, call: ToolCall) -> Outcome:
+        started = time.monotonic()
+        result, attempts = self._result(call)
+        return Outcome(call, redact_result(result), attempts, time.monotonic() - started)
+
+    def _result(self, call: ToolCall) -> tuple[ToolResult, int]:
+        tool = self.registry.get(call.name)
+        if tool is None:
+            return ToolResult.failure(
+                ErrorType.unknown_tool,
+                f"there is no tool named {call.name!r}",
+                hint=f"available tools: {', '.join(self.registry.names) or 'none'}",
+            ), 0
+        args = parse_arguments(tool, call.arguments)
+        if isinstance(args, ToolResult):
+            return args, 0
+        attempts = 0
+        while True:
+            attempts += 1
+            result = self._invoke(tool, args)
+            transient = result.error is not None and result.error.retryable
+            if not transient or attempts > self.retry.retries:
+                return result, attempts
+            time.sleep(self.retry.backoff_s * 2 ** (attempts - 1) * random.uniform(0.8, 1.2))
+
+    def _invoke(self, tool: Tool, args: BaseModel) -> ToolResult:
+        """Call the tool on a daemon thread so a hung tool costs a thread, never the loop."""
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["value"] = tool.run(args)
+            except BaseException as exc:  # noqa: BLE001 - a tool must never take the loop down
+                box["error"] = exc
+
+        worker = threading.Thread(target=target, name=f"tool-{tool.name}", daemon=True)
+        worker.start()
+        worker.join(self.retry.timeout_s)
+        if worker.is_alive():
+            return ToolResult.failure(
+                ErrorType.timeout,
+                f"{tool.name} did not finish within {self.retry.timeout_s:g}s",
+                hint="narrow the query (shorter time range, fewer lines) or try later",
+                retryable=True,
+            )
+        if "error" in box:
+            return _from_exception(tool, box["error"])
+        value = box.get("value")
+        return value if isinstance(value, ToolResult) else ToolResult.success(value)
+
+
+def parse_arguments(tool: Tool, raw: str) -> BaseModel | ToolResult:
+    """Validated arguments, or an `invalid_args` result that says exactly what is wrong."""
+    try:
+        parsed = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as exc:
+        return ToolResult.failure(
+            ErrorType.invalid_args,
+            f"arguments are not valid JSON ({exc.msg} at character {exc.pos} of {len(raw)}); "
+            "they may have been cut off",
+            hint=f"call {tool.name} again with one complete JSON object",
+        )
+    if not isinstance(parsed, dict):
+        return ToolResult.failure(
+            ErrorType.invalid_args,
+            f"arguments must be a JSON object, not {type(parsed).__name__}",
+            hint=f"call {tool.name} with an object such as {{\"field\": value}}",
+        )
+    try:
+        return tool.args_model.model_validate(parsed)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}" for err in exc.errors()
+        )
+        schema = tool.args_model.model_json_schema()
+        return ToolResult.failure(
+            ErrorType.invalid_args,
+            f"arguments do not fit {tool.name}: {problems}",
+            hint=f"required: {', '.join(schema.get('required', [])) or 'nothing'}; "
+            f"allowed: {', '.join(schema.get('properties', {})) or 'nothing'}",
+        )
+
+
+def _from_exception(tool: Tool, exc: BaseException) -> ToolResult:
+    if isinstance(exc, TimeoutError):
+        return ToolResult.failure(
+            ErrorType.timeout, f"{tool.name} timed out: {exc}", hint="try again later or narrow the query", retryable=True
+        )
+    if isinstance(exc, ConnectionError):
+        return ToolResult.failure(
+            ErrorType.unavailable,
+            f"{tool.name} could not reach its backend: {exc}",
+            hint="the backend may be down; try another source or later",
+            retryable=True,
+        )
+    return ToolResult.failure(
+        ErrorType.failed,
+        f"{tool.name} failed: {type(exc).__name__}: {exc}",
+        hint="this looks like a fault in the tool, not in your arguments; use another tool or report it",
+    )
+
+
+def redact_result(result: ToolResult) -> ToolResult:
+    update: dict[str, Any] = {"data": redact(result.data)}
+    if result.error is not None:
+        update["error"] = result.error.model_copy(
+            update={"message": redact(result.error.message), "hint": redact(result.error.hint)}
+        )
+    return result.model_copy(update=update)
