@@ -1,0 +1,418 @@
+"""Every row of the loop's behaviour table, through the real openai client and both memories."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+
+import pytest
+
+from tests.fakes.checks import assert_well_paired
+from tests.fakes.model_server import Call, Reply, has_tools, script, tool_results
+from tools.base import ErrorType, ToolResult
+
+
+class Counter:
+    """Plain functions registered as tools, counting how often they really ran."""
+
+    def __init__(self) -> None:
+        self.runs: list[dict] = []
+        self.lock = threading.Lock()
+
+    def note(self, **kwargs: object) -> None:
+        with self.lock:
+            self.runs.append(kwargs)
+
+
+@pytest.fixture
+def counter() -> Counter:
+    return Counter()
+
+
+def lookup_tool(counter: Counter):
+    def lookup(key: str, page: int = 1) -> str:
+        """Look a key up."""
+        counter.note(key=key, page=page)
+        return f"value of {key} page {page}"
+
+    return lookup
+
+
+def answer_after_tools(text: str = "done"):
+    """A policy: whatever the script says first, then answer once tool results exist."""
+    def policy(body):
+        return Reply(content=text)
+    return policy
+
+
+def test_answer_without_tool_calls(model_server, make_agent):
+    server = model_server(script(Reply(content="All quiet: no errors in the last hour.")))
+    reply = make_agent(server).run("anything wrong?", thread="t")
+    assert reply.stop_reason == "answered"
+    assert reply.text == "All quiet: no errors in the last hour."
+    assert reply.usage.model_calls == 1 and reply.usage.prompt_tokens > 0
+    assert server.requests[0]["tools"], "tools are offered on a normal step"
+
+
+def test_unknown_tool_is_fed_back_with_the_real_tools(model_server, make_agent):
+    server = model_server(script(Reply(calls=[Call("grep_logs", {"q": "x"})]), Reply(content="ok")))
+    reply = make_agent(server).run("grep it", thread="t")
+    assert reply.stop_reason == "answered"
+    result = tool_results(server.requests[1])[0]
+    assert result["error"]["type"] == "unknown_tool"
+    assert "query_logs" in result["error"]["hint"] and "list_services" in result["error"]["hint"]
+    assert reply.steps[0].calls[0].status == "unknown_tool"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ['{"key": "a", "page": ', '{"key": "a"', "not json at all", '["a"]', '"a"'],
+)
+def test_invalid_json_arguments_get_a_parse_error_never_empty_args(model_server, make_agent, counter, raw):
+    server = model_server(script(Reply(calls=[Call("lookup", raw)]), Reply(content="ok")))
+    reply = make_agent(server, tools=[lookup_tool(counter)]).run("look", thread="t")
+    assert reply.stop_reason == "answered"
+    error = tool_results(server.requests[1])[0]["error"]
+    assert error["type"] == "invalid_args"
+    assert "JSON" in error["message"]
+    assert counter.runs == [], "the tool must not run with guessed arguments"
+
+
+def test_schema_failures_are_reported_per_field(model_server, make_agent, counter):
+    server = model_server(script(Reply(calls=[Call("lookup", {"page": "many", "extra": 1})]), Reply(content="ok")))
+    reply = make_agent(server, tools=[lookup_tool(counter)]).run("look", thread="t")
+    message = tool_results(server.requests[1])[0]["error"]["message"]
+    assert "key: Field required" in message
+    assert "page:" in message and "extra:" in message
+    assert counter.runs == []
+    assert reply.stop_reason == "answered"
+
+
+def test_a_raising_tool_becomes_a_structured_error(model_server, make_agent):
+    def explode(service: str) -> str:
+        """Always fails."""
+        raise KeyError(service)
+
+    server = model_server(script(Reply(calls=[Call("explode", {"service": "auth"})]), Reply(content="it failed")))
+    reply = make_agent(server, tools=[explode]).run("go", thread="t")
+    error = tool_results(server.requests[1])[0]["error"]
+    assert error["type"] == "failed" and "KeyError" in error["message"] and error["hint"]
+    assert reply.stop_reason == "answered" and reply.text == "it failed"
+
+
+@pytest.mark.parametrize("exc_type, error_type", [(ConnectionError, "unavailable"), (TimeoutError, "timeout")])
+def test_transient_tool_failures_are_retried_with_backoff_then_reported(
+    model_server, make_agent, exc_type, error_type
+):
+    attempts: list[float] = []
+
+    def flaky() -> str:
+        """Never reaches its backend."""
+        attempts.append(time.monotonic())
+        raise exc_type("backend down")
+
+    server = model_server(script(Reply(calls=[Call("flaky", {})]), Reply(content="backend is down")))
+    reply = make_agent(server, tools=[flaky], tool_retry_backoff_s=0.05).run("go", thread="t")
+    assert len(attempts) == 3, "default: two retries"
+    gaps = [b - a for a, b in zip(attempts, attempts[1:])]
+    assert gaps[1] > gaps[0] * 1.3, f"backoff grows: {gaps}"
+    assert tool_results(server.requests[1])[0]["error"]["type"] == error_type
+    assert reply.steps[0].calls[0].attempts == 3
+
+
+def test_a_hung_tool_times_out_and_is_retried(model_server, make_agent):
+    calls: list[int] = []
+
+    def hang() -> str:
+        """Hangs."""
+        calls.append(1)
+        time.sleep(2)
+        return "late"
+
+    server = model_server(script(Reply(calls=[Call("hang", {})]), Reply(content="timed out")))
+    started = time.monotonic()
+    reply = make_agent(server, tools=[hang], tool_timeout_s=0.2, tool_retries=1).run("go", thread="t")
+    assert time.monotonic() - started < 1.5
+    assert len(calls) == 2
+    assert tool_results(server.requests[1])[0]["error"]["type"] == "timeout"
+    assert reply.stop_reason == "answered"
+
+
+def test_a_business_error_is_not_retried(model_server, make_agent):
+    server = model_server(script(Reply(calls=[Call("query_logs", {"service": "nope"})]), Reply(content="no such")))
+    reply = make_agent(server).run("logs of nope", thread="t")
+    error = tool_results(server.requests[1])[0]["error"]
+    assert error["type"] == "not_found" and "checkout" in error["hint"]
+    assert reply.steps[0].calls[0].attempts == 1
+
+
+def test_identical_repeat_gets_the_earlier_result_then_the_loop_stops(model_server, make_agent, counter):
+    same = Reply(calls=[Call("lookup", {"key": "db", "page": 1})])
+
+    def policy(body):
+        return same if has_tools(body) else Reply(content="db has value of db page 1")
+
+    server = model_server(policy)
+    reply = make_agent(server, tools=[lookup_tool(counter)]).run("look up db", thread="t")
+    assert len(counter.runs) == 1, "the tool ran once; repeats were answered from memory"
+    second = tool_results(server.requests[2])
+    assert second[-1]["error"]["type"] == "repeated_call"
+    assert "value of db page 1" in second[-1]["data"]["earlier_result"]
+    assert reply.stop_reason == "repeated_call"
+    assert reply.text == "db has value of db page 1"
+    assert not has_tools(server.requests[-1]), "the final request withdraws tools"
+    assert len(server.requests) == 4
+
+
+def test_argument_order_does_not_hide_a_repeat(model_server, make_agent, counter):
+    server = model_server(
+        script(
+            Reply(calls=[Call("lookup", '{"key": "db", "page": 2}')]),
+            Reply(calls=[Call("lookup", '{"page":2,"key":"db"}')]),
+            Reply(content="ok"),
+        )
+    )
+    make_agent(server, tools=[lookup_tool(counter)]).run("look", thread="t")
+    assert len(counter.runs) == 1
+    assert tool_results(server.requests[2])[-1]["error"]["type"] == "repeated_call"
+
+
+def test_a_call_repeated_after_an_error_is_a_retry(model_server, make_agent):
+    outcomes = iter([ToolResult.failure(ErrorType.failed, "disk busy"), ToolResult.success("42% used")])
+    runs: list[int] = []
+
+    def disk() -> ToolResult:
+        """Disk usage."""
+        runs.append(1)
+        return next(outcomes)
+
+    server = model_server(script(Reply(calls=[Call("disk", {})]), Reply(calls=[Call("disk", {})]), Reply(content="42%")))
+    reply = make_agent(server, tools=[disk]).run("disk?", thread="t")
+    assert len(runs) == 2
+    assert tool_results(server.requests[2])[-1]["data"] == "42% used"
+    assert reply.stop_reason == "answered"
+
+
+def test_repeat_counters_start_afresh_with_each_user_message(model_server, make_agent, counter):
+    def policy(body):
+        if tool_results(body):
+            return Reply(content="done")
+        return Reply(calls=[Call("lookup", {"key": "db"})])
+
+    server = model_server(policy)
+    agent = make_agent(server, tools=[lookup_tool(counter)])
+    agent.run("look", thread="t")
+    agent.run("and now?", thread="t")
+    assert len(counter.runs) == 2, "a new question may run the same query again"
+
+
+def test_varying_one_argument_forever_is_nudged_then_tools_are_withdrawn(model_server, make_agent, counter):
+    pages = iter(range(1, 100))
+
+    def policy(body):
+        if not has_tools(body):
+            return Reply(content="the key has many pages; stopping")
+        return Reply(calls=[Call("lookup", {"key": "db", "page": next(pages)})])
+
+    server = model_server(policy)
+    reply = make_agent(server, tools=[lookup_tool(counter)], max_steps=20).run("look", thread="t")
+    assert reply.stop_reason == "loop_detected"
+    nudges = [m for m in server.requests[-2]["messages"] if "circling" in (m.get("content") or "")]
+    assert nudges, "the model was told it was circling before tools were withdrawn"
+    assert len(counter.runs) == 5
+    assert not has_tools(server.requests[-1])
+    assert reply.text == "the key has many pages; stopping"
+
+
+def test_alternating_between_two_failing_calls_is_detected(model_server, make_agent):
+    def broken(which: str) -> ToolResult:
+        """Always fails, so repeats are retries."""
+        return ToolResult.failure(ErrorType.failed, f"{which} broke")
+
+    flip = iter(["a", "b"] * 20)
+
+    def policy(body):
+        if not has_tools(body):
+            return Reply(content="both sources are failing")
+        return Reply(calls=[Call("broken", {"which": next(flip)})])
+
+    server = model_server(policy)
+    reply = make_agent(server, tools=[broken], max_steps=20, near_repeat_limit=10).run("go", thread="t")
+    assert reply.stop_reason == "loop_detected"
+    assert len(server.requests) == 6, "A B A B (nudge) A (withdraw) -> final answer"
+    assert reply.text == "both sources are failing"
+
+
+def test_max_steps_withdraws_tools_on_the_last_step(model_server, make_agent, counter):
+    keys = iter(f"k{i}" for i in range(100))
+
+    def policy(body):
+        if not has_tools(body):
+            return Reply(content=f"summary of {len(tool_results(body))} lookups")
+        return Reply(calls=[Call("lookup", {"key": next(keys)})])
+
+    server = model_server(policy)
+    reply = make_agent(server, tools=[lookup_tool(counter)], max_steps=5, near_repeat_limit=50).run("go", thread="t")
+    assert reply.stop_reason == "max_steps"
+    assert len(server.requests) == 5
+    assert [has_tools(b) for b in server.requests] == [True, True, True, True, False]
+    assert reply.text == "summary of 4 lookups"
+    assert "last of your 5 steps" in server.requests[-1]["messages"][-1]["content"]
+
+
+def test_default_max_steps_is_eight(model_server, make_agent, counter):
+    keys = iter(f"k{i}" for i in range(100))
+
+    def policy(body):
+        return Reply(content="enough") if not has_tools(body) else Reply(calls=[Call("lookup", {"key": next(keys)})])
+
+    server = model_server(policy)
+    reply = make_agent(server, tools=[lookup_tool(counter)], near_repeat_limit=50).run("go", thread="t")
+    assert reply.stop_reason == "max_steps" and len(server.requests) == 8
+
+
+def test_an_empty_reply_is_nudged_once(model_server, make_agent):
+    server = model_server(script(Reply(content=""), Reply(content="checkout is fine")))
+    reply = make_agent(server).run("status?", thread="t")
+    assert reply.stop_reason == "answered" and reply.text == "checkout is fine"
+    assert "empty" in server.requests[1]["messages"][-1]["content"]
+
+
+def test_empty_twice_gives_a_clear_fallback(model_server, make_agent):
+    server = model_server(script(Reply(calls=[Call("query_logs", {"service": "auth"})]), Reply(content="")))
+    reply = make_agent(server).run("status?", thread="t")
+    assert reply.stop_reason == "no_answer"
+    assert "could not get an answer" in reply.text and "query_logs -> ok" in reply.text
+    assert len(server.requests) == 3
+
+
+def test_several_tool_calls_run_concurrently_and_pair_by_id_in_order(model_server, make_agent):
+    def slow(name: str) -> str:
+        """Takes a while."""
+        time.sleep(0.4)
+        return f"result {name}"
+
+    calls = [Call("slow", {"name": n}, id=f"id-{n}") for n in ("c", "a", "b")]
+    server = model_server(script(Reply(calls=calls), Reply(content="three results")))
+    started = time.monotonic()
+    reply = make_agent(server, tools=[slow]).run("go", thread="t")
+    assert time.monotonic() - started < 1.0, "three 0.4 s calls ran concurrently"
+    tool_messages = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_messages] == ["id-c", "id-a", "id-b"]
+    assert [json.loads(m["content"])["data"] for m in tool_messages] == ["result c", "result a", "result b"]
+    assert_well_paired(server.requests[1])
+    assert reply.stop_reason == "answered"
+
+
+def test_model_429_is_retried_honouring_retry_after(model_server, make_agent):
+    server = model_server(script(Reply(status=429, headers={"Retry-After": "1"}), Reply(content="fine")))
+    started = time.monotonic()
+    reply = make_agent(server, max_retries=2).run("status?", thread="t")
+    assert reply.stop_reason == "answered" and len(server.requests) == 2
+    assert time.monotonic() - started >= 0.9, "the client waited as Retry-After asked"
+
+
+@pytest.mark.parametrize("status, words", [(503, "HTTP 503"), (429, "429"), (500, "HTTP 500")])
+def test_model_failures_after_retries_give_llm_unavailable_and_keep_memory(
+    model_server, make_agent, memory, status, words
+):
+    healthy = model_server(
+        lambda body: Reply(content="answer " + str(len(body["messages"])))
+        if tool_results(body) or not has_tools(body)
+        else Reply(calls=[Call("query_logs", {"service": "auth", "limit": 1})])
+    )
+    make_agent(healthy).run("first question", thread="t")
+    before = memory.load("t", new_turn=False).blocks
+    broken = model_server(lambda body: Reply(status=status, headers={"Retry-After": "0"}))
+    reply = make_agent(broken, max_retries=2).run("second question", thread="t")
+    assert reply.stop_reason == "llm_unavailable"
+    assert words in reply.text and "after 3 attempt" in reply.text and "logs <service>" in reply.text
+    assert len(broken.requests) == 3
+    after = memory.load("t", new_turn=False).blocks
+    assert after[: len(before)] == before, "earlier turns intact"
+    recovered = make_agent(healthy).run("third question", thread="t")
+    assert recovered.stop_reason == "answered"
+    assert_well_paired(healthy.requests[-1])
+    contents = [m.get("content") for m in healthy.requests[-1]["messages"]]
+    assert "first question" in contents and "second question" in contents
+
+
+def test_model_timeout_gives_llm_unavailable(model_server, make_agent):
+    server = model_server(lambda body: Reply(content="late", delay_s=3))
+    from bot.llm import ModelClient
+
+    agent = make_agent(server)
+    agent.model = ModelClient(model="m", base_url=server.base_url, timeout_s=0.3, max_retries=1)
+    started = time.monotonic()
+    reply = agent.run("status?", thread="t")
+    assert reply.stop_reason == "llm_unavailable" and "did not answer within 0.3s" in reply.text
+    assert time.monotonic() - started < 3
+
+
+def test_rejected_key_names_the_variable(model_server, make_agent):
+    server = model_server(lambda body: Reply(status=401))
+    reply = make_agent(server).run("status?", thread="t")
+    assert reply.stop_reason == "llm_unavailable" and "OPENAI_API_KEY" in reply.text
+
+
+def test_huge_tool_output_is_cut_before_it_is_sent_or_stored(model_server, make_agent, memory):
+    def dump() -> str:
+        """A lot of output."""
+        return "HEAD-LINE\n" + "x" * 200_000 + "\nTAIL-LINE"
+
+    server = model_server(script(Reply(calls=[Call("dump", {})]), Reply(content="big")))
+    make_agent(server, tools=[dump], max_result_tokens=500).run("go", thread="t")
+    sent = [m for m in server.requests[1]["messages"] if m["role"] == "tool"][0]["content"]
+    assert len(sent) <= 500 * 4
+    parsed = json.loads(sent)
+    assert parsed["data"].startswith("HEAD-LINE") and parsed["data"].endswith("TAIL-LINE")
+    assert "cut" in parsed["truncated"]
+    stored = [m for b in memory.load("t", new_turn=False).blocks for m in b.messages if m.role == "tool"]
+    assert stored[0].content == sent
+
+
+def test_secrets_in_tool_output_never_reach_the_model(model_server, make_agent):
+    def env() -> str:
+        """Environment of the app."""
+        return "DATABASE_URL=postgres://app:pa55!@db:5432/app\nSLACK=xoxb-123456789012-abcdefghijkl"
+
+    server = model_server(script(Reply(calls=[Call("env", {})]), Reply(content="seen")))
+    make_agent(server, tools=[env]).run("go", thread="t")
+    body = json.dumps(server.requests[1])
+    assert "pa55!" not in body and "xoxb-123456789012" not in body
+    assert "[REDACTED:" in body
+
+
+def test_each_step_is_logged_as_one_structured_record(model_server, make_agent, caplog):
+    server = model_server(
+        script(Reply(calls=[Call("query_logs", {"service": "checkout", "level": "ERROR", "limit": 3})]), Reply(content="502s"))
+    )
+    with caplog.at_level(logging.INFO, logger="opsbot.steps"):
+        reply = make_agent(server).run("why 502?", thread="slack:T1:C2:1.2")
+    records = [json.loads(r.getMessage()) for r in caplog.records if r.name == "opsbot.steps"]
+    assert len(records) == len(reply.steps) == 2
+    first = records[0]
+    assert first["thread"] == "slack:T1:C2:1.2" and first["step"] == 1 and first["decision"] == "tool_calls"
+    assert first["calls"][0]["tool"] == "query_logs"
+    assert first["calls"][0]["args"] == {"service": "checkout", "level": "ERROR", "limit": 3}
+    assert first["calls"][0]["status"] == "ok" and first["calls"][0]["duration_ms"] >= 0
+    assert first["prompt_tokens"] > 0 and first["completion_tokens"] > 0
+    assert "ERROR" in first["results"][0]
+    assert records[1]["decision"] == "answer" and records[0]["run"] == records[1]["run"]
+
+
+def test_a_second_run_in_the_same_thread_waits_for_the_first(model_server, make_agent):
+    server = model_server(lambda body: Reply(content="slow answer", delay_s=0.5))
+    agent = make_agent(server)
+    replies = []
+    threads = [threading.Thread(target=lambda q=q: replies.append(agent.run(q, thread="t"))) for q in ("one", "two")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [r.stop_reason for r in replies] == ["answered", "answered"]
+    assert_well_paired(server.requests[-1])
+    users = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
+    assert len(users) == 2, "the second run saw the first one's completed turn"
