@@ -40,22 +40,52 @@ def load_file_config(path: Path) -> FileConfig:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        reason = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(path, [Problem(where, "", f"not valid YAML: {reason}")]) from exc
+        raise ConfigError(path, [_syntax_problem(path, exc)]) from exc
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(path, [Problem(f"{path}:1", "", "the top level must be a mapping of sections")])
+    problems = _duplicate_keys(path, root)
     try:
-        return FileConfig.model_validate(data)
+        config = FileConfig.model_validate(data)
     except ValidationError as exc:
-        problems = [
+        problems += [
             Problem(_where(path, root, error["loc"]), _dotted(error["loc"]), error["msg"])
             for error in exc.errors()
         ]
-        raise ConfigError(path, problems) from exc
+    if problems:
+        raise ConfigError(path, problems)
+    return config
+
+
+def _syntax_problem(path: Path, exc: yaml.YAMLError) -> Problem:
+    mark = getattr(exc, "problem_mark", None)
+    where = f"{path}:{mark.line + 1}" if mark else str(path)
+    reason = getattr(exc, "problem", None) or str(exc)
+    context, context_mark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    if context and context_mark is not None:
+        # An unclosed bracket is noticed lines later; the line that opened it is what to fix.
+        reason += f" ({context} opened at line {context_mark.line + 1})"
+    return Problem(where, "", f"not valid YAML: {reason}")
+
+
+def _duplicate_keys(path: Path, node: yaml.Node | None, trail: str = "") -> list[Problem]:
+    """YAML lets a repeated key silently replace the first one; in policy that would drop rules."""
+    problems: list[Problem] = []
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            dotted = f"{trail}.{key.value}" if trail else str(key.value)
+            if key.value in seen:
+                problems.append(
+                    Problem(f"{path}:{key.start_mark.line + 1}", dotted, "this key appears twice; the first would be lost")
+                )
+            seen.add(key.value)
+            problems += _duplicate_keys(path, value, dotted)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            problems += _duplicate_keys(path, item, f"{trail}[{index}]")
+    return problems
 
 
 def _dotted(loc: tuple[int | str, ...]) -> str:
@@ -71,24 +101,24 @@ def _dotted(loc: tuple[int | str, ...]) -> str:
 
 
 def _where(path: Path, root: yaml.Node | None, loc: tuple[int | str, ...]) -> str:
-    """The line of the deepest YAML node on `loc` that exists (a missing key points at its parent)."""
+    """The line of the deepest key on `loc` that exists: a missing key points at its parent's key."""
     node = root
     line = node.start_mark.line + 1 if node is not None else None
     for part in loc:
-        child = _child(node, part)
-        if child is None:
+        found = _child(node, part)
+        if found is None:
             break
-        node = child
-        line = node.start_mark.line + 1
+        line, node = found
     return f"{path}:{line}" if line else str(path)
 
 
-def _child(node: yaml.Node | None, part: int | str) -> yaml.Node | None:
+def _child(node: yaml.Node | None, part: int | str) -> tuple[int, yaml.Node] | None:
+    """The line to report for `part` of `node` (the key's line for mappings) and its value node."""
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
             if key.value == str(part):
-                # An unknown key is reported at the key itself, a bad value at the value.
-                return value
+                return key.start_mark.line + 1, value
     if isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-        return node.value[part]
+        item = node.value[part]
+        return item.start_mark.line + 1, item
     return None

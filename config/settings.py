@@ -63,7 +63,12 @@ class FileConfig(Strict):
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="OPSBOT_", env_nested_delimiter="__", extra="ignore", frozen=True, populate_by_name=True
+        env_prefix="OPSBOT_",
+        env_nested_delimiter="__",
+        env_ignore_empty=True,  # `OPENAI_API_KEY=` from a template means "not set", not "empty key"
+        extra="ignore",
+        frozen=True,
+        populate_by_name=True,
     )
 
     openai_api_key: SecretStr | None = Field(default=None, validation_alias="OPENAI_API_KEY")

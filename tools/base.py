@@ -71,13 +71,22 @@ class ToolResult(BaseModel):
         Head and tail are kept (the newest log lines are usually last) and the cut is stated in
         `truncated`, so the model knows it did not see everything.
         """
-        rendered = self.render()
-        if len(rendered) <= max_chars:
+        if len(self.render()) <= max_chars:
             return self
         text = self.data if isinstance(self.data, str) else json.dumps(self.data, ensure_ascii=False)
-        overhead = len(rendered) - len(json.dumps(text, ensure_ascii=False)) + 200
-        keep = max(max_chars - overhead, 80)
-        head, tail = text[: keep * 2 // 5], text[len(text) - keep * 3 // 5 :]
+        keep = min(len(text), max_chars)
+        while keep > 0:
+            candidate = self._cut(text, keep)
+            size = len(candidate.render())
+            if size <= max_chars:
+                return candidate
+            # JSON escaping makes the rendered size differ from the kept characters: shrink in proportion.
+            keep = min(keep - 1, keep * max_chars // size)
+        return self._cut(text, 0)
+
+    def _cut(self, text: str, keep: int) -> ToolResult:
+        head = text[: keep * 2 // 5]
+        tail = text[len(text) - (keep - len(head)) :] if keep > len(head) else ""
         cut = len(text) - len(head) - len(tail)
         note = (
             f"output was {len(text):,} characters; {cut:,} cut from the middle "

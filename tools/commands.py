@@ -92,4 +92,7 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    process.communicate()
+    # A process that escaped into its own session may still hold the pipe: do not wait for it.
+    if process.stdout is not None:
+        process.stdout.close()
+    process.wait(timeout=5)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -50,6 +51,8 @@ def _read(entry: ConfigFile) -> str | ToolResult:
         # O_NOFOLLOW and O_NONBLOCK: a swapped-in symlink or FIFO is refused, not followed or waited on.
         fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return ToolResult.failure(ErrorType.denied, f"{entry.path.name} is a symbolic link; opsbot does not follow links")
         return ToolResult.failure(ErrorType.unavailable, f"cannot open {entry.path.name}: {exc.strerror}")
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):

@@ -109,8 +109,17 @@ class Executor:
 
 def parse_arguments(tool: Tool, raw: str) -> BaseModel | ToolResult:
     """Validated arguments, or an `invalid_args` result that says exactly what is wrong."""
+    if not raw.strip():
+        # Some servers send "" for a tool without parameters; for any other tool it is a mistake.
+        if tool.args_model.model_fields:
+            return ToolResult.failure(
+                ErrorType.invalid_args,
+                "arguments are empty",
+                hint=f"call {tool.name} with a JSON object of its parameters",
+            )
+        raw = "{}"
     try:
-        parsed = json.loads(raw) if raw.strip() else {}
+        parsed = json.loads(raw)
     except json.JSONDecodeError as exc:
         return ToolResult.failure(
             ErrorType.invalid_args,

@@ -1,0 +1,233 @@
+"""The `opsbot` command as a user runs it: a real subprocess, a clean environment, real exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from config.settings import SAMPLE_CONFIG
+from tests.fakes.model_server import Call, ModelServer, Reply, tool_results
+
+SAMPLE_LOGS = SAMPLE_CONFIG.parent / "logs"
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "REDIS_URL") and not k.startswith("OPSBOT_")
+    }
+    env.update(extra)
+    return env
+
+
+def opsbot(
+    *args: str, cwd: Path, stdin: str | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=clean_env(**env),
+        cwd=cwd,
+        timeout=60,
+    )
+
+
+def error_lines(service: str) -> list[str]:
+    return [line for line in (SAMPLE_LOGS / f"{service}.log").read_text().splitlines() if " ERROR " in line]
+
+
+# ---------------------------------------------------------------- without a model
+
+
+def test_ask_direct_logs_command_prints_error_lines(tmp_path: Path) -> None:
+    done = opsbot("ask", "logs checkout ERROR", cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    printed = [line for line in done.stdout.splitlines() if line.startswith("20")]
+    assert printed, done.stdout
+    assert all(" ERROR " in line for line in printed)
+    assert printed == error_lines("checkout")[-len(printed):]  # the newest ones, newest last
+    assert "bundled sample" in done.stderr  # it says which environment it is looking at
+
+
+def test_ask_question_without_model_says_how_to_configure_one(tmp_path: Path) -> None:
+    done = opsbot("ask", "why?", cwd=tmp_path)
+
+    assert done.returncode == 3
+    assert "No model is configured" in done.stdout
+    assert "OPENAI_API_KEY" in done.stdout
+    for command in ("services", "logs <service>", "run <command>", "config <name>"):
+        assert command in done.stdout
+
+
+def test_ask_failing_direct_command_exits_1(tmp_path: Path) -> None:
+    done = opsbot("ask", "logs nope", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "not_found" in done.stdout and "auth, checkout, payments" in done.stdout
+
+
+def test_chat_runs_direct_commands_from_stdin(tmp_path: Path) -> None:
+    done = opsbot("chat", cwd=tmp_path, stdin="services\nlogs nope\nexit\n")
+
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "No model is configured" in out
+    for name in ("checkout", "payments", "auth", "uptime", "disk-usage"):
+        assert name in out
+    assert "not_found: unknown service 'nope'" in out
+    assert "known services: auth, checkout, payments" in out
+
+
+def test_chat_ends_cleanly_at_end_of_input(tmp_path: Path) -> None:
+    done = opsbot("chat", cwd=tmp_path, stdin="services\n")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+BROKEN = """
+model: gpt-4o-mini
+loop:
+  max_steps: 0
+  max_stepz: 3
+memory: {window_tokens: 10}
+policy:
+  services:
+    checkout:
+      logs: [logs/checkout.log]
+      owner: team-a
+"""
+
+
+def test_check_config_prints_every_problem_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "opsbot.yaml"
+    path.write_text(textwrap.dedent(BROKEN).lstrip("\n"))
+
+    done = opsbot("check-config", str(path), cwd=tmp_path)
+
+    assert done.returncode == 1
+    assert "4 problem(s)" in done.stderr, done.stderr
+    assert f"{path}:3: loop.max_steps:" in done.stderr
+    assert f"{path}:4: loop.max_stepz:" in done.stderr
+    assert f"{path}:5: memory.window_tokens:" in done.stderr
+    assert f"{path}:10: policy.services.checkout.owner:" in done.stderr
+    assert "ok" not in done.stdout
+
+
+def test_check_config_reports_a_yaml_syntax_error_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "opsbot.yaml"
+    path.write_text("model: x\nloop:\n  max_steps: 3\n   time_budget_s: 4\n")
+
+    done = opsbot("check-config", str(path), cwd=tmp_path)
+
+    assert done.returncode == 1
+    assert f"{path}:4:" in done.stderr and "not valid YAML" in done.stderr
+
+
+def test_check_config_on_the_sample_says_ok(tmp_path: Path) -> None:
+    done = opsbot("check-config", str(SAMPLE_CONFIG), cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert f"{SAMPLE_CONFIG}: ok" in done.stdout
+    assert "3 service(s), 3 command(s), 2 config file(s)" in done.stdout
+    assert "warning" not in done.stderr
+
+
+def test_a_broken_config_stops_ask_with_exit_2(tmp_path: Path) -> None:
+    path = tmp_path / "opsbot.yaml"
+    path.write_text("loop:\n  max_steps: 0\n")
+    done = opsbot("--config", str(path), "ask", "services", cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"{path}:2" in done.stderr
+    assert "check-config" in done.stderr
+
+
+# ---------------------------------------------------------------- with a scripted model
+
+
+def why_502(body: dict[str, Any]) -> Reply:
+    """Look at checkout's errors once, then answer quoting the newest one."""
+    results = tool_results(body)
+    if not results:
+        return Reply(calls=[Call("query_logs", {"service": "checkout", "level": "ERROR", "limit": 2})])
+    newest = results[0]["data"]["lines"].splitlines()[-1]
+    return Reply(content=f"checkout returns 502s because payments times out. Newest: {newest}")
+
+
+@pytest.fixture
+def with_model(model_server: Callable[[Any], ModelServer]) -> Callable[[Any], dict[str, str]]:
+    def start(policy: Any) -> dict[str, str]:
+        server = model_server(policy)
+        return {"OPENAI_BASE_URL": server.base_url, "OPSBOT_LLM__MAX_RETRIES": "0"}
+
+    return start
+
+
+def test_ask_json_reports_text_stop_reason_steps_and_usage(tmp_path: Path, with_model: Any) -> None:
+    done = opsbot("ask", "--json", "why 502?", cwd=tmp_path, **with_model(why_502))
+
+    assert done.returncode == 0, done.stderr
+    reply = json.loads(done.stdout)
+    assert reply["text"].startswith("checkout returns 502s because payments times out.")
+    assert error_lines("checkout")[-1] in reply["text"]  # the model saw the real tool result
+    assert reply["stop_reason"] == "answered"
+    tool_steps = [step for step in reply["steps"] if step["calls"]]
+    assert len(tool_steps) == 1
+    [record] = tool_steps[0]["calls"]
+    assert record["tool"] == "query_logs"
+    assert record["args"] == {"service": "checkout", "level": "ERROR", "limit": 2}
+    assert record["status"] == "ok"
+    assert reply["usage"]["prompt_tokens"] > 0
+    assert reply["usage"]["model_calls"] == 2
+
+
+def test_ask_prints_steps_on_stderr_and_the_answer_on_stdout(tmp_path: Path, with_model: Any) -> None:
+    done = opsbot("ask", "why 502?", cwd=tmp_path, **with_model(why_502))
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"checkout returns 502s because payments times out. Newest: {error_lines('checkout')[-1]}"
+    step_lines = [line for line in done.stderr.splitlines() if "step 1: query_logs" in line]
+    assert step_lines, done.stderr
+    finished = [line for line in step_lines if "→" in line]
+    assert len(finished) == 1
+    assert 'service="checkout"' in finished[0] and 'level="ERROR"' in finished[0] and "limit=2" in finished[0]
+    assert "→ ok" in finished[0]
+
+
+def test_ask_shows_a_failed_step_with_its_error(tmp_path: Path, with_model: Any) -> None:
+    def policy(body: dict[str, Any]) -> Reply:
+        if not tool_results(body):
+            return Reply(calls=[Call("query_logs", {"service": "checkuot"})])
+        return Reply(content="no such service")
+
+    done = opsbot("ask", "why 502?", cwd=tmp_path, **with_model(policy))
+
+    assert done.returncode == 0, done.stderr
+    assert any("query_logs" in line and "→ not_found" in line and "checkuot" in line for line in done.stderr.splitlines())
+
+
+def test_ask_exits_3_when_the_model_is_down(tmp_path: Path, with_model: Any) -> None:
+    done = opsbot("ask", "why 502?", cwd=tmp_path, **with_model(lambda body: Reply(status=503)))
+
+    assert done.returncode == 3
+    assert "model provider is unavailable" in done.stdout
+
+
+def test_chat_shows_each_step_and_the_answer(tmp_path: Path, with_model: Any) -> None:
+    done = opsbot("chat", cwd=tmp_path, stdin="why 502?\nexit\n", **with_model(why_502))
+
+    assert done.returncode == 0, done.stderr
+    assert "No model is configured" not in done.stdout
+    assert any("step 1: query_logs" in line and "→ ok" in line for line in done.stderr.splitlines()), done.stderr
+    assert "opsbot> checkout returns 502s because payments times out." in done.stdout
+    assert "answered · 2 step(s) · 2 model call(s)" in done.stdout

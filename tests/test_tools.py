@@ -1,0 +1,540 @@
+"""The tool contract (tools/base.py), the executor (tools/executor.py) and the ops tools on the sample."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Literal
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from config.policy import Command, ConfigFile, Policy, Service
+from config.settings import SAMPLE_CONFIG, Settings
+from tools.base import ErrorType, Registry, Tool, ToolResult, from_function
+from tools.catalog import ops_tools
+from tools.executor import Executor, Outcome, RetryPolicy, ToolCall
+
+SAMPLE_DIR = SAMPLE_CONFIG.parent
+FAST = RetryPolicy(timeout_s=10, retries=0, backoff_s=0.01)
+
+
+def call(executor: Executor, name: str, arguments: str | dict[str, object] = "{}") -> Outcome:
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return executor.run_one(ToolCall(id=f"call-{uuid.uuid4().hex[:6]}", name=name, arguments=raw))
+
+
+def executor_for(*tools: object, retry: RetryPolicy = FAST, max_parallel: int = 4) -> Executor:
+    return Executor(Registry(tools), retry, max_parallel)  # type: ignore[arg-type]
+
+
+# ================================================================ tools/base.py: from_function, Registry
+
+
+def disk_free(mount: str, top: int = 5, unit: Literal["G", "M"] = "G", human: bool = True) -> str:
+    """Free space on one mount point of the app hosts.
+
+    Shows the biggest directories too.
+    """
+    return f"{mount} {top} {unit} {human}"
+
+
+def test_from_function_builds_schema_from_hints_docstring_and_defaults() -> None:
+    schema = from_function(disk_free).schema()
+
+    function = schema["function"]
+    assert schema["type"] == "function"
+    assert function["name"] == "disk_free"
+    assert function["description"] == "Free space on one mount point of the app hosts.\n\nShows the biggest directories too."
+    params = function["parameters"]
+    assert params["type"] == "object"
+    assert set(params["properties"]) == {"mount", "top", "unit", "human"}
+    assert params["required"] == ["mount"]
+    assert params["properties"]["mount"]["type"] == "string"
+    assert params["properties"]["top"] == {"default": 5, "title": "Top", "type": "integer"}
+    assert params["properties"]["unit"]["enum"] == ["G", "M"]
+    assert params["properties"]["unit"]["default"] == "G"
+    assert params["properties"]["human"]["default"] is True
+    assert params.get("additionalProperties") is False  # the model cannot invent arguments
+
+
+def test_from_function_tool_runs_with_defaults_filled_in() -> None:
+    outcome = call(executor_for(disk_free), "disk_free", {"mount": "/var"})
+    assert outcome.result.ok
+    assert outcome.result.data == "/var 5 G True"
+
+
+def test_from_function_accepts_a_custom_name() -> None:
+    assert from_function(disk_free, name="df").schema()["function"]["name"] == "df"
+
+
+def test_function_without_type_hints_is_refused_clearly() -> None:
+    def grep_logs(service, pattern: str) -> str:  # type: ignore[no-untyped-def]
+        return ""
+
+    with pytest.raises(TypeError, match=r"grep_logs.*'service'.*type hint"):
+        from_function(grep_logs)
+    with pytest.raises(TypeError, match="type hint"):
+        Registry([grep_logs])
+
+
+def test_function_with_star_args_is_refused() -> None:
+    def anything(*args: str) -> str:
+        return ""
+
+    with pytest.raises(TypeError, match=r"\*args"):
+        from_function(anything)
+
+
+def test_duplicate_tool_names_are_refused() -> None:
+    def uptime() -> str:
+        """Uptime."""
+        return "up"
+
+    registry = Registry([uptime])
+    with pytest.raises(ValueError, match="uptime"):
+        registry.add(from_function(disk_free, name="uptime"))
+    with pytest.raises(ValueError, match="uptime"):
+        Registry([uptime, uptime])
+    assert registry.names == ["uptime"]
+
+
+def test_registry_lists_names_and_schemas_sorted() -> None:
+    def zeta() -> str:
+        """Z."""
+        return ""
+
+    registry = Registry([zeta, disk_free])
+    assert registry.names == ["disk_free", "zeta"]
+    assert [s["function"]["name"] for s in registry.schemas()] == ["disk_free", "zeta"]
+    assert len(registry) == 2
+
+
+# ================================================================ tools/base.py: ToolResult.capped
+
+
+def numbered_lines(count: int) -> str:
+    return "\n".join(f"line {n:05d} of the log" for n in range(1, count + 1))
+
+
+def test_capped_leaves_a_small_result_alone() -> None:
+    result = ToolResult.success("short")
+    assert result.capped(1000) is result or result.capped(1000) == result
+
+
+def test_capped_keeps_head_and_tail_and_states_the_cut() -> None:
+    text = numbered_lines(2000)
+    capped = ToolResult.success(text).capped(2000)
+
+    rendered = capped.render()
+    assert len(rendered) <= 2000
+    parsed = json.loads(rendered)
+    assert parsed["ok"] is True
+    assert "line 00001 of the log" in parsed["data"]  # head kept
+    assert "line 02000 of the log" in parsed["data"]  # tail (the newest lines) kept
+    assert "line 01000 of the log" not in parsed["data"]  # the middle is gone
+    assert "cut" in parsed["data"]  # said where it happened
+    assert capped.truncated and "cut" in capped.truncated and f"{len(text):,}" in capped.truncated
+
+
+def test_capped_error_result_keeps_its_error() -> None:
+    result = ToolResult.failure(ErrorType.failed, "boom", hint="try x", data="y" * 10_000).capped(1000)
+    assert result.error is not None and result.error.message == "boom"
+    assert len(result.render()) <= 1000
+
+
+def test_capped_real_query_logs_result_fits_its_budget() -> None:
+    # A dict result (query_logs: service, summary, lines) is the common case; its lines are full
+    # of quotes and newlines, which JSON escapes again once the dict is turned into a string.
+    executor = executor_for(*ops_tools(Settings.load(SAMPLE_CONFIG).policy))
+    result = call(executor, "query_logs", {"service": "checkout", "limit": 500}).result
+    assert result.ok
+    for budget in (1000, 2000, 4000):  # 4000 = the default max_result_tokens 1000 x 4 chars
+        rendered = result.capped(budget).render()
+        json.loads(rendered)
+        assert len(rendered) <= budget + 16, f"budget {budget}, rendered {len(rendered)}"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    piece=st.text(min_size=1, max_size=300),
+    repeat=st.integers(min_value=1, max_value=200),
+    budget=st.integers(min_value=300, max_value=6_000),
+)
+def test_capped_property_renders_within_budget_as_valid_json(piece: str, repeat: int, budget: int) -> None:
+    """For any text and budget (>= what max_result_tokens allows), the result fits and stays JSON."""
+    text = piece * repeat  # hypothesis alone rarely draws texts longer than the budget
+    rendered = ToolResult.success(text).capped(budget).render()
+    assert len(rendered) <= budget + 16, f"budget {budget}, rendered {len(rendered)}"
+    parsed = json.loads(rendered)
+    assert parsed["ok"] is True
+
+
+# ================================================================ tools/executor.py
+
+
+class Counter:
+    """A tool with only optional arguments: running it with {} would 'work', which must not happen."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, object]] = []
+
+    def tool(self) -> Tool:
+        def lookup(service: str = "checkout", limit: int = 10) -> str:
+            """Look something up."""
+            self.calls.append({"service": service, "limit": limit})
+            return "looked up"
+
+        return from_function(lookup)
+
+
+def test_unknown_tool_lists_the_real_tools() -> None:
+    outcome = call(executor_for(disk_free, Counter().tool()), "disk_usage", {"mount": "/"})
+    result = outcome.result
+    assert result.status == "unknown_tool"
+    assert "disk_usage" in result.error.message
+    assert "disk_free" in result.error.hint and "lookup" in result.error.hint
+    assert outcome.attempts == 0
+
+
+@pytest.mark.parametrize("raw", ['{"service": "check', '{"service": "checkout", "limit": 5', "service=checkout"])
+def test_invalid_json_is_reported_with_its_position_and_never_run(raw: str) -> None:
+    counter = Counter()
+    outcome = call(executor_for(counter.tool()), "lookup", raw)
+
+    assert outcome.result.status == "invalid_args"
+    try:
+        json.loads(raw)
+    except json.JSONDecodeError as exc:
+        position = exc.pos
+    assert f"character {position}" in outcome.result.error.message
+    assert "lookup" in outcome.result.error.hint
+    assert counter.calls == []  # never silently run with {}
+
+
+def test_arguments_that_are_not_an_object_are_refused() -> None:
+    counter = Counter()
+    outcome = call(executor_for(counter.tool()), "lookup", '["checkout"]')
+    assert outcome.result.status == "invalid_args"
+    assert counter.calls == []
+
+
+def test_schema_failure_names_every_bad_field() -> None:
+    outcome = call(executor_for(disk_free), "disk_free", {"top": "many", "unit": "T", "colour": "red"})
+    result = outcome.result
+    assert result.status == "invalid_args"
+    message = result.error.message
+    assert "mount: Field required" in message
+    assert "top:" in message and "integer" in message
+    assert "unit:" in message and "'G' or 'M'" in message
+    assert "colour:" in message
+    assert "required: mount" in result.error.hint
+
+
+def test_a_raising_tool_becomes_failed_with_a_hint() -> None:
+    def broken(service: str) -> str:
+        """Breaks."""
+        raise KeyError(f"no shard for {service}")
+
+    outcome = call(executor_for(broken), "broken", {"service": "checkout"})
+    result = outcome.result
+    assert result.status == "failed"
+    assert "KeyError" in result.error.message and "no shard for checkout" in result.error.message
+    assert result.error.hint
+    assert not result.error.retryable
+    assert outcome.attempts == 1  # a fault in the tool is not retried
+
+
+def test_connection_errors_are_retried_until_success() -> None:
+    attempts: list[float] = []
+
+    def flaky(service: str) -> str:
+        """Flaky backend."""
+        attempts.append(time.monotonic())
+        if len(attempts) < 3:
+            raise ConnectionError("connection reset by peer")
+        return f"{service}: fine"
+
+    outcome = call(executor_for(flaky, retry=RetryPolicy(timeout_s=5, retries=2, backoff_s=0.01)), "flaky", {"service": "x"})
+    assert outcome.result.ok and outcome.result.data == "x: fine"
+    assert outcome.attempts == 3
+
+
+def test_connection_errors_give_up_as_unavailable() -> None:
+    def down() -> str:
+        """Down."""
+        raise ConnectionError("connection refused")
+
+    outcome = call(executor_for(down, retry=RetryPolicy(timeout_s=5, retries=2, backoff_s=0.01)), "down")
+    assert outcome.result.status == "unavailable"
+    assert outcome.result.error.retryable
+    assert outcome.attempts == 3
+
+
+def test_a_hung_tool_times_out_after_its_retries() -> None:
+    release = threading.Event()
+    started: list[float] = []
+
+    def hang() -> str:
+        """Hangs."""
+        started.append(time.monotonic())
+        release.wait(10)
+        return "too late"
+
+    try:
+        begun = time.monotonic()
+        outcome = call(executor_for(hang, retry=RetryPolicy(timeout_s=0.2, retries=1, backoff_s=0.01)), "hang")
+        elapsed = time.monotonic() - begun
+    finally:
+        release.set()
+    assert outcome.result.status == "timeout"
+    assert "0.2s" in outcome.result.error.message
+    assert outcome.attempts == 2
+    assert len(started) == 2
+    assert elapsed < 1.0
+
+
+def test_run_many_runs_concurrently_and_keeps_call_order() -> None:
+    def nap(seconds: float, tag: str) -> str:
+        """Sleeps."""
+        time.sleep(seconds)
+        return tag
+
+    executor = executor_for(nap, max_parallel=4)
+    # The first call finishes last: order must follow the calls, not completion.
+    calls = [ToolCall(f"c{i}", "nap", json.dumps({"seconds": 0.3 + (3 - i) * 0.05, "tag": f"t{i}"})) for i in range(4)]
+    begun = time.monotonic()
+    outcomes = executor.run_many(calls)
+    elapsed = time.monotonic() - begun
+
+    assert elapsed < 0.9, f"4 x 0.3 s calls took {elapsed:.2f} s: not concurrent"
+    assert [o.call.id for o in outcomes] == ["c0", "c1", "c2", "c3"]
+    assert [o.result.data for o in outcomes] == ["t0", "t1", "t2", "t3"]
+
+
+SECRETS = {
+    "password=hunter2": "hunter2",
+    "DATABASE_URL=postgres://u:pa55!@h/db": "pa55!",
+    "Authorization: Bearer abc.def": "abc.def",
+    "slack token xoxb-123456789012-abcdefghijkl": "xoxb-123456789012-abcdefghijkl",
+    "aws key AKIAIOSFODNN7EXAMPLE in env": "AKIAIOSFODNN7EXAMPLE",
+    'api_key: "s3cr3t-value"': "s3cr3t-value",
+}
+
+
+@pytest.mark.parametrize("line", list(SECRETS))
+def test_secrets_in_tool_output_are_redacted(line: str) -> None:
+    def leaky() -> dict[str, object]:
+        """Leaks."""
+        return {"lines": f"2026-11-29 INFO boot {line}", "nested": [{"env": line}]}
+
+    outcome = call(executor_for(leaky), "leaky")
+    rendered = outcome.result.render()
+    assert SECRETS[line] not in rendered
+    assert "[REDACTED:" in rendered
+    assert "2026-11-29 INFO boot" in rendered  # the rest of the line stays readable
+
+
+def test_secrets_in_error_messages_are_redacted() -> None:
+    def leaky_failure() -> str:
+        """Fails loudly."""
+        raise RuntimeError("could not connect to postgres://admin:hunter2@db.internal/ledger")
+
+    outcome = call(executor_for(leaky_failure), "leaky_failure")
+    assert outcome.result.status == "failed"
+    assert "hunter2" not in outcome.result.render()
+    assert "db.internal/ledger" in outcome.result.error.message
+
+
+# ================================================================ ops tools on the sample environment
+
+
+@pytest.fixture(scope="module")
+def ops() -> Executor:
+    return Executor(Registry(ops_tools(Settings.load(SAMPLE_CONFIG).policy)), FAST)
+
+
+def sample_lines(service: str) -> list[str]:
+    return (SAMPLE_DIR / "logs" / f"{service}.log").read_text().splitlines()
+
+
+def returned_lines(outcome: Outcome) -> list[str]:
+    assert outcome.result.ok, outcome.result
+    text = outcome.result.data["lines"]
+    return text.splitlines() if text else []
+
+
+def test_query_logs_level_error_returns_the_newest_errors_newest_last(ops: Executor) -> None:
+    lines = returned_lines(call(ops, "query_logs", {"service": "checkout", "level": "ERROR", "limit": 5}))
+    errors = [line for line in sample_lines("checkout") if " ERROR " in line]
+    assert lines == errors[-5:]
+
+
+def test_query_logs_minimum_level_includes_higher_levels(ops: Executor) -> None:
+    lines = returned_lines(call(ops, "query_logs", {"service": "payments", "level": "WARN", "limit": 500}))
+    expected = [line for line in sample_lines("payments") if " WARN " in line or " ERROR " in line]
+    assert lines == expected
+    assert any(" WARN " in line for line in lines) and any(" ERROR " in line for line in lines)
+
+
+def test_query_logs_contains_is_case_insensitive(ops: Executor) -> None:
+    needle = "REQ-AF8C3E74"
+    lines = returned_lines(call(ops, "query_logs", {"service": "checkout", "contains": needle}))
+    expected = [line for line in sample_lines("checkout") if needle.lower() in line.lower()]
+    assert expected and lines == expected
+
+
+def test_query_logs_limit_and_default(ops: Executor) -> None:
+    all_lines = sample_lines("payments")
+    assert returned_lines(call(ops, "query_logs", {"service": "payments", "limit": 3})) == all_lines[-3:]
+    assert returned_lines(call(ops, "query_logs", {"service": "payments"})) == all_lines[-50:]
+
+
+def test_query_logs_unknown_service_lists_the_services(ops: Executor) -> None:
+    result = call(ops, "query_logs", {"service": "checkuot"}).result
+    assert result.status == "not_found"
+    assert "checkuot" in result.error.message
+    assert "auth, checkout, payments" in result.error.hint
+
+
+def test_query_logs_bad_level_is_invalid_args(ops: Executor) -> None:
+    result = call(ops, "query_logs", {"service": "checkout", "level": "LOUD"}).result
+    assert result.status == "invalid_args"
+    assert "level" in result.error.message
+
+
+def test_query_logs_reads_a_big_file_from_the_end(tmp_path: Path) -> None:
+    path = tmp_path / "big.log"
+    filler = b"2026-11-29T01:00:00Z INFO  shop GET /v1/items 200 12ms request_id=req-00000000 filler\n"
+    with open(path, "wb") as handle:
+        handle.write(b"2026-11-29T00:00:00Z ERROR shop the oldest error, 50 MB ago\n")
+        handle.write(filler * (50 * 1024 * 1024 // len(filler)))
+        tail = [f"2026-11-29T02:00:0{i}Z ERROR shop upstream timeout #{i}" for i in range(4)]
+        handle.write(("\n".join(tail) + "\n").encode())
+        handle.write(filler * 3)
+    assert path.stat().st_size > 50_000_000
+    executor = Executor(Registry(ops_tools(Policy(services={"shop": Service(logs=[path])}))), FAST)
+
+    begun = time.monotonic()
+    lines = returned_lines(call(executor, "query_logs", {"service": "shop", "level": "ERROR", "limit": 3}))
+    elapsed = time.monotonic() - begun
+
+    assert lines == tail[-3:]
+    assert elapsed < 0.5, f"took {elapsed:.2f} s: not read from the end"
+
+
+def test_run_command_unknown_lists_the_allowed(ops: Executor) -> None:
+    result = call(ops, "run_command", {"command": "rm -rf /"}).result
+    assert result.status == "not_found"
+    assert "disk-usage, memory, uptime" in result.error.hint
+
+
+def test_run_command_uptime_runs(ops: Executor) -> None:
+    result = call(ops, "run_command", {"command": "uptime"}).result
+    assert result.ok, result
+    assert result.data["exit_code"] == 0
+    assert "load average" in result.data["output"]
+
+
+def _live_processes_with(marker: str) -> list[int]:
+    """Pids whose command line contains `marker` and that are not zombies."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmdline and state != "Z":
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_run_command_timeout_kills_the_whole_process_group() -> None:
+    # A unique duration is the marker: no other process on the machine sleeps exactly this long.
+    marker = f"30.{uuid.uuid4().int % 10**9:09d}"
+    policy = Policy(
+        commands={"hang": Command(description="hangs", argv=["sh", "-c", f"sleep {marker} & sleep {marker}"], timeout_s=0.5)}
+    )
+    executor = Executor(Registry(ops_tools(policy)), FAST)
+    try:
+        begun = time.monotonic()
+        result = call(executor, "run_command", {"command": "hang"}).result
+        elapsed = time.monotonic() - begun
+
+        assert result.status == "timeout"
+        assert "killed" in result.error.message
+        assert elapsed < 3
+        deadline = time.monotonic() + 2
+        while _live_processes_with(f"sleep {marker}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _live_processes_with(f"sleep {marker}") == [], "a child of the timed-out command survived"
+    finally:
+        for pid in _live_processes_with(f"sleep {marker}"):  # only the sleeps this test started
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+
+
+def test_read_config_whole_file(ops: Executor) -> None:
+    result = call(ops, "read_config", {"name": "payments"}).result
+    assert result.ok
+    assert result.data["content"] == (SAMPLE_DIR / "configs" / "payments.yaml").read_text()
+
+
+def test_read_config_dotted_key(ops: Executor) -> None:
+    result = call(ops, "read_config", {"name": "payments", "key": "db.primary.pool_size"}).result
+    assert result.ok
+    assert result.data["value"] == 5
+
+
+def test_read_config_missing_key_lists_the_keys_at_that_level(ops: Executor) -> None:
+    result = call(ops, "read_config", {"name": "payments", "key": "db.primary.max_connections"}).result
+    assert result.status == "not_found"
+    assert "max_connections" in result.error.message
+    assert result.error.hint == "keys at that level: host, pool_size, pool_timeout_ms, port"
+
+
+def test_read_config_unknown_file_lists_the_files(ops: Executor) -> None:
+    result = call(ops, "read_config", {"name": "inventory"}).result
+    assert result.status == "not_found"
+    assert "checkout, payments" in result.error.hint
+
+
+def _config_executor(path: Path) -> Executor:
+    policy = Policy(config_files={"app": ConfigFile(path=path)})
+    return Executor(Registry(ops_tools(policy)), RetryPolicy(timeout_s=3, retries=0))
+
+
+def test_read_config_refuses_a_symlink_swapped_in(tmp_path: Path) -> None:
+    target = tmp_path / "shadow.yaml"
+    target.write_text("db:\n  host: shadow-host-not-for-you\n")
+    declared = tmp_path / "app.yaml"
+    declared.symlink_to(target)
+
+    result = call(_config_executor(declared), "read_config", {"name": "app"}).result
+
+    assert not result.ok
+    assert result.status in ("denied", "unavailable")
+    assert "shadow-host-not-for-you" not in result.render()
+    assert "symbolic link" in result.error.message
+
+
+def test_read_config_refuses_a_fifo_without_hanging(tmp_path: Path) -> None:
+    declared = tmp_path / "app.yaml"
+    os.mkfifo(declared)
+
+    begun = time.monotonic()
+    result = call(_config_executor(declared), "read_config", {"name": "app"}).result
+
+    assert time.monotonic() - begun < 1
+    assert result.status == "denied", result
+    assert "not a regular file" in result.error.message
