@@ -156,8 +156,10 @@ def test_capped_real_query_logs_result_fits_its_budget() -> None:
     assert result.ok
     for budget in (1000, 2000, 4000):  # 4000 = the default max_result_tokens 1000 x 4 chars
         rendered = result.capped(budget).render()
-        json.loads(rendered)
+        data = json.loads(rendered)["data"]
         assert len(rendered) <= budget + 16, f"budget {budget}, rendered {len(rendered)}"
+        assert data["service"] == "checkout" and "matching line" in data["summary"], "other fields keep their shape"
+        assert data["lines"].endswith(result.data["lines"][-40:]), "the newest lines survive the cut"
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -69,30 +69,45 @@ class ToolResult(BaseModel):
         """This result with its data cut in the middle so that it renders within `max_chars`.
 
         Head and tail are kept (the newest log lines are usually last) and the cut is stated in
-        `truncated`, so the model knows it did not see everything.
+        `truncated`, so the model knows it did not see everything. In a dict, only the longest
+        string value is cut, so the other fields keep their shape.
         """
         if len(self.render()) <= max_chars:
             return self
-        text = self.data if isinstance(self.data, str) else json.dumps(self.data, ensure_ascii=False)
+        field = _longest_string_field(self.data)
+        if field is not None:
+            text = self.data[field]
+        else:
+            text = self.data if isinstance(self.data, str) else json.dumps(self.data, ensure_ascii=False)
         keep = min(len(text), max_chars)
         while keep > 0:
-            candidate = self._cut(text, keep)
+            candidate = self._cut(text, keep, field)
             size = len(candidate.render())
             if size <= max_chars:
                 return candidate
             # JSON escaping makes the rendered size differ from the kept characters: shrink in proportion.
             keep = min(keep - 1, keep * max_chars // size)
-        return self._cut(text, 0)
+        return self._cut(text, 0, None)
 
-    def _cut(self, text: str, keep: int) -> ToolResult:
+    def _cut(self, text: str, keep: int, field: str | None) -> ToolResult:
         head = text[: keep * 2 // 5]
         tail = text[len(text) - (keep - len(head)) :] if keep > len(head) else ""
         cut = len(text) - len(head) - len(tail)
+        shortened = f"{head}\n[... {cut:,} characters cut ...]\n{tail}"
+        where = f"{field!r} " if field else "output "
         note = (
-            f"output was {len(text):,} characters; {cut:,} cut from the middle "
+            f"{where}was {len(text):,} characters; {cut:,} cut from the middle "
             f"(first {len(head):,} and last {len(tail):,} kept). Narrow the query to see the rest."
         )
-        return self.model_copy(update={"data": f"{head}\n[... {cut:,} characters cut ...]\n{tail}", "truncated": note})
+        data = {**self.data, field: shortened} if field is not None else shortened
+        return self.model_copy(update={"data": data, "truncated": note})
+
+
+def _longest_string_field(data: Any) -> str | None:
+    if not isinstance(data, dict):
+        return None
+    strings = [(len(v), k) for k, v in data.items() if isinstance(v, str)]
+    return max(strings)[1] if strings else None
 
 
 ToolFunction = Callable[[BaseModel], Any]
