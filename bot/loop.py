@@ -192,7 +192,11 @@ class _Run:
             self.agent.model, state.summary, blocks[:count], settings.summary_tokens, settings.window_tokens * 2
         )
         self.usage.add(usage)
-        self.agent.memory.fold(self.thread, count, summary)
+        try:
+            self.agent.memory.fold(self.thread, state.skipped + count, summary)
+        except MemoryUnavailable as exc:
+            # The answer is already stored; the window stays over budget and is folded next turn.
+            log.warning(json.dumps({"event": "fold_failed", "thread": self.thread, "error": str(exc)}))
 
     def _fallback(self) -> str:
         done = [f"{c.tool} -> {c.status}" for s in self.steps for c in s.calls]

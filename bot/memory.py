@@ -31,6 +31,7 @@ class ThreadState:
     blocks: list[Block] = field(default_factory=list)
     summary: str = ""
     repeats: dict[str, str] = field(default_factory=dict)
+    skipped: int = 0  # stored blocks before the first turn, left out of `blocks`; folded first
 
 
 class Memory(Protocol):
@@ -91,7 +92,8 @@ class InProcessMemory:
                 return ThreadState()
             if new_turn:
                 entry.repeats.clear()
-            return ThreadState(first_turn_start(list(entry.blocks)), entry.summary, dict(entry.repeats))
+            window = first_turn_start(list(entry.blocks))
+            return ThreadState(window, entry.summary, dict(entry.repeats), len(entry.blocks) - len(window))
 
     def append(self, thread: str, blocks: list[Block], repeats: dict[str, str] | None = None) -> None:
         with self._mutex:

@@ -53,7 +53,8 @@ class RedisMemory:
                 pipe.hgetall(keys["repeats"])
             raw_blocks, summary, repeats = self._execute(pipe)
         blocks = [Block.model_validate_json(raw) for raw in raw_blocks]
-        return ThreadState(first_turn_start(blocks), summary or "", {} if new_turn else dict(repeats))
+        window = first_turn_start(blocks)
+        return ThreadState(window, summary or "", {} if new_turn else dict(repeats), len(blocks) - len(window))
 
     def append(self, thread: str, blocks: list[Block], repeats: dict[str, str] | None = None) -> None:
         keys = self._keys(thread)
@@ -70,7 +71,9 @@ class RedisMemory:
         keys = self._keys(thread)
         with self._pipeline(transaction=True) as pipe:
             pipe.ltrim(keys["blocks"], folded_blocks, -1)
-            pipe.set(keys["summary"], summary, ex=self.ttl_s)
+            pipe.set(keys["summary"], summary)
+            for key in keys.values():
+                pipe.expire(key, self.ttl_s)
             self._execute(pipe)
 
     def reset(self, thread: str) -> None:
@@ -110,8 +113,9 @@ class RedisMemory:
         self.round_trips += 1
         try:
             return func()
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise MemoryUnavailable(f"cannot reach {self.describe()}: {exc}") from exc
+        except redis.RedisError as exc:
+            # Unreachable, out of memory, or a read-only replica after failover: all mean "not now".
+            raise MemoryUnavailable(f"cannot use {self.describe()}: {exc}") from exc
 
 
 def _without_password(url: str) -> str:
