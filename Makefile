@@ -16,6 +16,8 @@ chat: $(STAMP)
 	$(BIN)/opsbot chat
 
 test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)

@@ -70,8 +70,11 @@ def main(ctx: click.Context, config_path: Path | None, verbose: bool) -> None:
 def _settings(ctx: click.Context) -> Settings:
     path: Path | None = ctx.obj
     if path is None:
-        click.secho(f"Using the bundled sample environment ({SAMPLE_CONFIG}); set OPSBOT_CONFIG for yours.",
-                    fg="bright_black", err=True)
+        click.secho(
+            f"Using the bundled sample environment ({SAMPLE_CONFIG}); set OPSBOT_CONFIG for yours.",
+            fg="bright_black",
+            err=True,
+        )
         path = SAMPLE_CONFIG
     try:
         return Settings.load(path)
@@ -89,8 +92,11 @@ def chat(ctx: click.Context, thread: str) -> None:
     """Talk to opsbot in this terminal. Each step is shown as it happens."""
     settings = _settings(ctx)
     agent = build_agent(settings)
-    click.secho(f"opsbot · model {settings.model if agent.model else '(none)'} · memory: "
-                f"{agent.memory.describe()} · thread {thread}", bold=True)
+    click.secho(
+        f"opsbot · model {settings.model if agent.model else '(none)'} · memory: "
+        f"{agent.memory.describe()} · thread {thread}",
+        bold=True,
+    )
     if agent.model is None:
         click.secho(no_model_text(), fg="yellow")
     click.echo("Type a question, `help` for direct commands, `exit` to leave.")

@@ -75,7 +75,9 @@ def _tool_call(name: str, args: list[str]) -> ToolCall | str:
         return ToolCall("direct", "run_command", json.dumps({"command": args[0]}))
     if len(args) not in (1, 2):
         return "Usage: config <name> [key.path]"
-    return ToolCall("direct", "read_config", json.dumps({"name": args[0], **({"key": args[1]} if len(args) == 2 else {})}))
+    return ToolCall(
+        "direct", "read_config", json.dumps({"name": args[0], **({"key": args[1]} if len(args) == 2 else {})})
+    )
 
 
 def render_result(result: ToolResult) -> str:

@@ -86,7 +86,9 @@ class ModelClient:
             raise ModelUnavailable("the model provider returned no choices")
         choice = response.choices[0]
         calls = [
-            ToolCallSpec(id=c.id or f"call_{uuid.uuid4().hex[:12]}", name=c.function.name, arguments=c.function.arguments or "")
+            ToolCallSpec(
+                id=c.id or f"call_{uuid.uuid4().hex[:12]}", name=c.function.name, arguments=c.function.arguments or ""
+            )
             for c in (choice.message.tool_calls or [])
             if getattr(c, "function", None) is not None
         ]

@@ -18,8 +18,16 @@ from typing import Any
 from bot.guards import LoopGuard, Verdict, canonical_arguments
 from bot.llm import ModelClient, ModelTurn, ModelUnavailable, Usage
 from bot.memory import Memory, MemoryUnavailable, ThreadBusy, ThreadState
-from bot.messages import Block, Message, ToolCallSpec
-from bot.prompts import SYSTEM_PROMPT, final_note, llm_unavailable_text, no_model_text, nudge_drift, nudge_empty
+from bot.messages import Block, Message
+from bot.prompts import (
+    SYSTEM_PROMPT,
+    final_note,
+    llm_unavailable_text,
+    no_answer_text,
+    no_model_text,
+    nudge_drift,
+    nudge_empty,
+)
 from bot.reply import CallRecord, Progress, Reply, Step, StopReason
 from bot.summary import blocks_to_fold, write_summary
 from bot.tokens import CHARS_PER_TOKEN
@@ -119,7 +127,7 @@ class _Run:
                     continue
                 reason = stop or StopReason.answered
                 if not answer:
-                    answer, reason = self._fallback(), StopReason.no_answer
+                    answer, reason = no_answer_text(self.steps), StopReason.no_answer
                 self._record(Step(n=len(self.steps) + 1, decision="answer", **_tokens(turn)), [])
                 turn_blocks.append(Block(messages=[Message.assistant(answer)]))
                 agent.memory.append(self.thread, turn_blocks[-1:])
@@ -132,12 +140,12 @@ class _Run:
         agent, step_n = self.agent, len(self.steps) + 1
         calls = [ToolCall(c.id, c.name, c.arguments) for c in turn.tool_calls]
         checks = [guard.check(call) for call in calls]
-        to_run = [call for call, check in zip(calls, checks) if check.verdict is Verdict.run]
+        to_run = [call for call, check in zip(calls, checks, strict=True) if check.verdict is Verdict.run]
         for call in to_run:
             self.progress.on_tool_start(step_n, call.name, _shown_args(call.arguments))
         ran = iter(agent.executor.run_many(to_run))
         outcomes: list[Outcome] = []
-        for call, check in zip(calls, checks):
+        for call, check in zip(calls, checks, strict=True):
             if check.verdict is Verdict.run:
                 outcome = next(ran)
                 capped = outcome.result.capped(agent.limits.max_result_tokens * CHARS_PER_TOKEN)
@@ -197,14 +205,6 @@ class _Run:
         except MemoryUnavailable as exc:
             # The answer is already stored; the window stays over budget and is folded next turn.
             log.warning(json.dumps({"event": "fold_failed", "thread": self.thread, "error": str(exc)}))
-
-    def _fallback(self) -> str:
-        done = [f"{c.tool} -> {c.status}" for s in self.steps for c in s.calls]
-        did = f" What I did: {'; '.join(done)}." if done else ""
-        return (
-            "I could not get an answer out of the model for this question (it replied with nothing twice)."
-            f"{did} Try asking more specifically, or use a direct command such as `logs <service>`."
-        )
 
     def _record(self, step: Step, outcomes: list[Outcome]) -> None:
         self.steps.append(step)

@@ -107,7 +107,8 @@ class RedisMemory:
             yield pipe
 
     def _execute(self, pipe: Any) -> list[Any]:
-        return self._call(pipe.execute)
+        results: list[Any] = self._call(pipe.execute)
+        return results
 
     def _call(self, func: Any) -> Any:
         self.round_trips += 1

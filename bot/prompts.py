@@ -49,9 +49,23 @@ def final_note(reason: StopReason, max_steps: int) -> Message:
     )
 
 
+def calls_done(steps: list[Step]) -> str:
+    """`query_logs -> ok; run_command -> timeout`: what a run did, for texts shown to people."""
+    return "; ".join(f"{c.tool} -> {c.status}" for s in steps for c in s.calls)
+
+
+def no_answer_text(steps: list[Step]) -> str:
+    done = calls_done(steps)
+    did = f" What I did: {done}." if done else ""
+    return (
+        "I could not get an answer out of the model for this question (it replied with nothing twice)."
+        f"{did} Try asking more specifically, or use a direct command such as `logs <service>`."
+    )
+
+
 def llm_unavailable_text(reason: str, steps: list[Step] | None = None) -> str:
-    done = [f"{c.tool} -> {c.status}" for s in steps or [] for c in s.calls]
-    did = f" Before that I ran: {'; '.join(done)}." if done else ""
+    done = calls_done(steps or [])
+    did = f" Before that I ran: {done}." if done else ""
     return (
         f"The model provider is unavailable: {reason}. Your question is kept in this thread; ask "
         f"again in a minute.{did} {DIRECT_COMMANDS_HINT}"

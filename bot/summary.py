@@ -59,8 +59,7 @@ def write_summary(
         messages = [
             Message.system(SUMMARY_PROMPT.format(words=cap_tokens * 3 // 4)).to_api(),
             Message.user(
-                f"<summary_so_far>\n{previous or '(empty)'}\n</summary_so_far>\n"
-                f"<new_turns>\n{turns}\n</new_turns>"
+                f"<summary_so_far>\n{previous or '(empty)'}\n</summary_so_far>\n<new_turns>\n{turns}\n</new_turns>"
             ).to_api(),
         ]
         try:

@@ -50,8 +50,7 @@ def load_file_config(path: Path) -> FileConfig:
         config = FileConfig.model_validate(data)
     except ValidationError as exc:
         problems += [
-            Problem(_where(path, root, error["loc"]), _dotted(error["loc"]), error["msg"])
-            for error in exc.errors()
+            Problem(_where(path, root, error["loc"]), _dotted(error["loc"]), error["msg"]) for error in exc.errors()
         ]
     if problems:
         raise ConfigError(path, problems)
@@ -78,7 +77,9 @@ def _duplicate_keys(path: Path, node: yaml.Node | None, trail: str = "") -> list
             dotted = f"{trail}.{key.value}" if trail else str(key.value)
             if key.value in seen:
                 problems.append(
-                    Problem(f"{path}:{key.start_mark.line + 1}", dotted, "this key appears twice; the first would be lost")
+                    Problem(
+                        f"{path}:{key.start_mark.line + 1}", dotted, "this key appears twice; the first would be lost"
+                    )
                 )
             seen.add(key.value)
             problems += _duplicate_keys(path, value, dotted)

@@ -66,8 +66,7 @@ class Policy(Strict):
                     for name, s in self.services.items()
                 },
                 "config_files": {
-                    name: c.model_copy(update={"path": absolute(c.path)})
-                    for name, c in self.config_files.items()
+                    name: c.model_copy(update={"path": absolute(c.path)}) for name, c in self.config_files.items()
                 },
             }
         )

@@ -24,6 +24,15 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
     server.stop()
 
 
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server of this test's own, which it may stop and start again."""
+    server = RedisServer(tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture(params=["inprocess", "redis"])
 def memory(request: pytest.FixtureRequest) -> Memory:
     """Each test using this runs once per backend: the two must behave alike."""

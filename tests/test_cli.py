@@ -29,9 +29,7 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def opsbot(
-    *args: str, cwd: Path, stdin: str | None = None, **env: str
-) -> subprocess.CompletedProcess[str]:
+def opsbot(*args: str, cwd: Path, stdin: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "bot", *args],
         input=stdin,
@@ -57,7 +55,7 @@ def test_ask_direct_logs_command_prints_error_lines(tmp_path: Path) -> None:
     printed = [line for line in done.stdout.splitlines() if line.startswith("20")]
     assert printed, done.stdout
     assert all(" ERROR " in line for line in printed)
-    assert printed == error_lines("checkout")[-len(printed):]  # the newest ones, newest last
+    assert printed == error_lines("checkout")[-len(printed) :]  # the newest ones, newest last
     assert "bundled sample" in done.stderr  # it says which environment it is looking at
 
 
@@ -195,7 +193,10 @@ def test_ask_prints_steps_on_stderr_and_the_answer_on_stdout(tmp_path: Path, wit
     done = opsbot("ask", "why 502?", cwd=tmp_path, **with_model(why_502))
 
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == f"checkout returns 502s because payments times out. Newest: {error_lines('checkout')[-1]}"
+    assert (
+        done.stdout.strip()
+        == f"checkout returns 502s because payments times out. Newest: {error_lines('checkout')[-1]}"
+    )
     step_lines = [line for line in done.stderr.splitlines() if "step 1: query_logs" in line]
     assert step_lines, done.stderr
     finished = [line for line in step_lines if "→" in line]
@@ -213,7 +214,9 @@ def test_ask_shows_a_failed_step_with_its_error(tmp_path: Path, with_model: Any)
     done = opsbot("ask", "why 502?", cwd=tmp_path, **with_model(policy))
 
     assert done.returncode == 0, done.stderr
-    assert any("query_logs" in line and "→ not_found" in line and "checkuot" in line for line in done.stderr.splitlines())
+    assert any(
+        "query_logs" in line and "→ not_found" in line and "checkuot" in line for line in done.stderr.splitlines()
+    )
 
 
 def test_ask_exits_3_when_the_model_is_down(tmp_path: Path, with_model: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import threading
@@ -42,8 +43,10 @@ def lookup_tool(counter: Counter):
 
 def answer_after_tools(text: str = "done"):
     """A policy: whatever the script says first, then answer once tool results exist."""
+
     def policy(body):
         return Reply(content=text)
+
     return policy
 
 
@@ -103,9 +106,7 @@ def test_a_raising_tool_becomes_a_structured_error(model_server, make_agent):
 
 
 @pytest.mark.parametrize("exc_type, error_type", [(ConnectionError, "unavailable"), (TimeoutError, "timeout")])
-def test_transient_tool_failures_are_retried_with_backoff_then_reported(
-    model_server, make_agent, exc_type, error_type
-):
+def test_transient_tool_failures_are_retried_with_backoff_then_reported(model_server, make_agent, exc_type, error_type):
     attempts: list[float] = []
 
     def flaky() -> str:
@@ -116,7 +117,7 @@ def test_transient_tool_failures_are_retried_with_backoff_then_reported(
     server = model_server(script(Reply(calls=[Call("flaky", {})]), Reply(content="backend is down")))
     reply = make_agent(server, tools=[flaky], tool_retry_backoff_s=0.05).run("go", thread="t")
     assert len(attempts) == 3, "default: two retries"
-    gaps = [b - a for a, b in zip(attempts, attempts[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(attempts)]
     assert gaps[1] > gaps[0] * 1.3, f"backoff grows: {gaps}"
     assert tool_results(server.requests[1])[0]["error"]["type"] == error_type
     assert reply.steps[0].calls[0].attempts == 3
@@ -188,7 +189,9 @@ def test_a_call_repeated_after_an_error_is_a_retry(model_server, make_agent):
         runs.append(1)
         return next(outcomes)
 
-    server = model_server(script(Reply(calls=[Call("disk", {})]), Reply(calls=[Call("disk", {})]), Reply(content="42%")))
+    server = model_server(
+        script(Reply(calls=[Call("disk", {})]), Reply(calls=[Call("disk", {})]), Reply(content="42%"))
+    )
     reply = make_agent(server, tools=[disk]).run("disk?", thread="t")
     assert len(runs) == 2
     assert tool_results(server.requests[2])[-1]["data"] == "42% used"
@@ -319,9 +322,11 @@ def test_model_failures_after_retries_give_llm_unavailable_and_keep_memory(
     model_server, make_agent, memory, status, words
 ):
     healthy = model_server(
-        lambda body: Reply(content="answer " + str(len(body["messages"])))
-        if tool_results(body) or not has_tools(body)
-        else Reply(calls=[Call("query_logs", {"service": "auth", "limit": 1})])
+        lambda body: (
+            Reply(content="answer " + str(len(body["messages"])))
+            if tool_results(body) or not has_tools(body)
+            else Reply(calls=[Call("query_logs", {"service": "auth", "limit": 1})])
+        )
     )
     make_agent(healthy).run("first question", thread="t")
     before = memory.load("t", new_turn=False).blocks
@@ -387,7 +392,10 @@ def test_secrets_in_tool_output_never_reach_the_model(model_server, make_agent):
 
 def test_each_step_is_logged_as_one_structured_record(model_server, make_agent, caplog):
     server = model_server(
-        script(Reply(calls=[Call("query_logs", {"service": "checkout", "level": "ERROR", "limit": 3})]), Reply(content="502s"))
+        script(
+            Reply(calls=[Call("query_logs", {"service": "checkout", "level": "ERROR", "limit": 3})]),
+            Reply(content="502s"),
+        )
     )
     with caplog.at_level(logging.INFO, logger="opsbot.steps"):
         reply = make_agent(server).run("why 502?", thread="slack:T1:C2:1.2")

@@ -118,5 +118,3 @@ def test_random_model_behaviour_never_breaks_the_loop(turns, model_server_sessio
     state = memory.load(thread, new_turn=False)
     if state.blocks:
         assert state.blocks[0].starts_turn
-
-

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -97,7 +95,7 @@ def assert_window_shape(blocks: list[Block]) -> None:
 
 def test_blocks_round_trip(memory: Memory) -> None:
     turn = [
-        user("why is checkout returning 502s? — ünïcode, \"quotes\" and\nnewlines"),
+        user('why is checkout returning 502s? — ünïcode, "quotes" and\nnewlines'),
         tool_step(("call_1", "query_logs", '{"ok":true,"data":"a\\nb"}'), ("call_2", "read_config", "{}")),
         answer("payments is down"),
     ]
@@ -369,7 +367,11 @@ def test_a_turn_cut_short_by_the_model_leaves_a_well_formed_window(memory: Memor
     assert_window_shape(blocks)
     # question 1 keeps its completed tool step (no answer); question 2 is whole
     assert [(b.messages[0].role, len(b.messages)) for b in blocks] == [
-        ("user", 1), ("assistant", 3), ("user", 1), ("assistant", 3), ("assistant", 1)
+        ("user", 1),
+        ("assistant", 3),
+        ("user", 1),
+        ("assistant", 3),
+        ("assistant", 1),
     ]
     for body in server.requests:
         assert_well_formed(body["messages"])
@@ -386,15 +388,6 @@ def redis_agent(server: ModelServer, memory: Memory, sample: Settings, **memory_
         limits=LoopLimits(tool_retry_backoff_s=0.01),
         memory_settings=MemorySettings(**memory_settings),
     )
-
-
-@pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
-    """A redis-server of this test's own, which it may stop and start again."""
-    server = RedisServer(tmp_path)
-    server.start()
-    yield server
-    server.stop()
 
 
 def test_redis_unreachable_gives_memory_unavailable_then_recovers(

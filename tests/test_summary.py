@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -88,7 +86,9 @@ def test_folds_are_whole_turns_and_spare_the_newest_turn(seed: int) -> None:
         return
     assert count in starts[1:], f"{count} is not the start of a later turn ({starts})"
     kept = blocks_tokens(blocks[count:])
-    assert kept <= window * KEEP_FRACTION or count == starts[-1], "folds until the kept turns fit, or all but the newest"
+    assert kept <= window * KEEP_FRACTION or count == starts[-1], (
+        "folds until the kept turns fit, or all but the newest"
+    )
     earlier = [s for s in starts if s < count]
     if len(earlier) > 1:
         assert blocks_tokens(blocks[earlier[-1] :]) > window * KEEP_FRACTION, "folded one turn too many"
@@ -101,7 +101,9 @@ def fact_keeping_summariser(body: dict[str, Any]) -> Reply:
     """Keeps every line mentioning a deploy id, reworded, from the summary so far and the new turns."""
     text = body["messages"][-1]["content"]
     ids = sorted({match for line in text.splitlines() if "D-4242" in line for match in re.findall(r"D-\d+", line)})
-    return Reply(content="\n".join(f"- deploy {deploy_id} was named by the engineer" for deploy_id in ids) or "- (none)")
+    return Reply(
+        content="\n".join(f"- deploy {deploy_id} was named by the engineer" for deploy_id in ids) or "- (none)"
+    )
 
 
 def log_reader(summariser=fact_keeping_summariser):
@@ -132,18 +134,14 @@ def chat_requests(server) -> list[dict[str, Any]]:
 
 
 def summary_messages(body: dict[str, Any]) -> list[str]:
-    return [
-        m["content"] for m in body["messages"] if m["role"] == "system" and m["content"].startswith(SUMMARY_HEADER)
-    ]
+    return [m["content"] for m in body["messages"] if m["role"] == "system" and m["content"].startswith(SUMMARY_HEADER)]
 
 
 def conversation_text(body: dict[str, Any]) -> str:
     return "\n".join(str(m.get("content")) for m in body["messages"] if m["role"] != "system")
 
 
-def test_old_turns_are_folded_into_a_summary_that_later_prompts_carry(
-    memory: Memory, model_server, make_agent
-) -> None:
+def test_old_turns_are_folded_into_a_summary_that_later_prompts_carry(memory: Memory, model_server, make_agent) -> None:
     server = model_server(log_reader())
     agent = make_agent(server, memory_settings=MemorySettings(window_tokens=300, summary_tokens=100))
     turn_one_ids: set[str] = set()
@@ -210,7 +208,7 @@ def test_a_failing_summariser_falls_back_to_a_digest(memory: Memory, model_serve
     server = model_server(log_reader(lambda body: Reply(status=500)))
     agent = make_agent(server, memory_settings=MemorySettings(window_tokens=300, summary_tokens=100))
     replies = [agent.run(question, thread="t") for question in QUESTIONS[:3]]
-    for question, reply in zip(QUESTIONS, replies):
+    for question, reply in zip(QUESTIONS[:3], replies, strict=True):
         assert reply.stop_reason == "answered"
         assert reply.text == f"answer 4 lines for: {question}", "the engineer's reply is unaffected"
     assert any(is_summary_request(body) for body in server.requests), "the summariser was asked (and failed)"
@@ -224,15 +222,6 @@ def test_a_failing_summariser_falls_back_to_a_digest(memory: Memory, model_serve
     assert agent.run(QUESTIONS[3], thread="t").stop_reason == "answered"
     (sent,) = summary_messages(chat_requests(server)[-2])
     assert "why is checkout failing?" in sent
-
-
-@pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
-    """A redis-server of this test's own, which it may stop and start again."""
-    server = RedisServer(tmp_path)
-    server.start()
-    yield server
-    server.stop()
 
 
 def test_an_outage_while_folding_does_not_cost_the_engineer_the_answer(

@@ -50,7 +50,10 @@ def test_from_function_builds_schema_from_hints_docstring_and_defaults() -> None
     function = schema["function"]
     assert schema["type"] == "function"
     assert function["name"] == "disk_free"
-    assert function["description"] == "Free space on one mount point of the app hosts.\n\nShows the biggest directories too."
+    assert (
+        function["description"]
+        == "Free space on one mount point of the app hosts.\n\nShows the biggest directories too."
+    )
     params = function["parameters"]
     assert params["type"] == "object"
     assert set(params["properties"]) == {"mount", "top", "unit", "human"}
@@ -262,7 +265,9 @@ def test_connection_errors_are_retried_until_success() -> None:
             raise ConnectionError("connection reset by peer")
         return f"{service}: fine"
 
-    outcome = call(executor_for(flaky, retry=RetryPolicy(timeout_s=5, retries=2, backoff_s=0.01)), "flaky", {"service": "x"})
+    outcome = call(
+        executor_for(flaky, retry=RetryPolicy(timeout_s=5, retries=2, backoff_s=0.01)), "flaky", {"service": "x"}
+    )
     assert outcome.result.ok and outcome.result.data == "x: fine"
     assert outcome.attempts == 3
 
@@ -463,7 +468,9 @@ def test_run_command_timeout_kills_the_whole_process_group() -> None:
     # A unique duration is the marker: no other process on the machine sleeps exactly this long.
     marker = f"30.{uuid.uuid4().int % 10**9:09d}"
     policy = Policy(
-        commands={"hang": Command(description="hangs", argv=["sh", "-c", f"sleep {marker} & sleep {marker}"], timeout_s=0.5)}
+        commands={
+            "hang": Command(description="hangs", argv=["sh", "-c", f"sleep {marker} & sleep {marker}"], timeout_s=0.5)
+        }
     )
     executor = Executor(Registry(ops_tools(policy)), FAST)
     try:

@@ -57,6 +57,13 @@ class ToolResult(BaseModel):
     ) -> ToolResult:
         return cls(ok=False, data=data, error=ToolError(type=type, message=message, hint=hint, retryable=retryable))
 
+    @classmethod
+    def unknown(cls, kind: str, name: str, known: Iterable[str]) -> ToolResult:
+        """`not_found` for a name the policy does not declare, listing the names it does."""
+        return cls.failure(
+            ErrorType.not_found, f"unknown {kind} {name!r}", hint=f"known {kind}s: {', '.join(sorted(known)) or 'none'}"
+        )
+
     @property
     def status(self) -> str:
         """`ok`, or the error type: the one word a step log and a progress line show."""

@@ -39,11 +39,7 @@ def run_command_tool(policy: Policy) -> Tool:
     def run(args: RunCommandArgs) -> ToolResult:
         spec = policy.commands.get(args.command)
         if spec is None:
-            return ToolResult.failure(
-                ErrorType.not_found,
-                f"unknown command {args.command!r}",
-                hint=f"allowed commands: {', '.join(sorted(policy.commands)) or 'none'}",
-            )
+            return ToolResult.unknown("command", args.command, policy.commands)
         executable = resolved[args.command]
         if executable is None:
             return ToolResult.failure(

@@ -26,11 +26,7 @@ def read_config_tool(policy: Policy) -> Tool:
     def run(args: ReadConfigArgs) -> ToolResult:
         entry = policy.config_files.get(args.name)
         if entry is None:
-            return ToolResult.failure(
-                ErrorType.not_found,
-                f"unknown config file {args.name!r}",
-                hint=f"known config files: {', '.join(sorted(policy.config_files)) or 'none'}",
-            )
+            return ToolResult.unknown("config file", args.name, policy.config_files)
         text = _read(entry)
         if isinstance(text, ToolResult):
             return text
@@ -52,7 +48,9 @@ def _read(entry: ConfigFile) -> str | ToolResult:
         fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            return ToolResult.failure(ErrorType.denied, f"{entry.path.name} is a symbolic link; opsbot does not follow links")
+            return ToolResult.failure(
+                ErrorType.denied, f"{entry.path.name} is a symbolic link; opsbot does not follow links"
+            )
         return ToolResult.failure(ErrorType.unavailable, f"cannot open {entry.path.name}: {exc.strerror}")
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):

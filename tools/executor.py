@@ -131,7 +131,7 @@ def parse_arguments(tool: Tool, raw: str) -> BaseModel | ToolResult:
         return ToolResult.failure(
             ErrorType.invalid_args,
             f"arguments must be a JSON object, not {type(parsed).__name__}",
-            hint=f"call {tool.name} with an object such as {{\"field\": value}}",
+            hint=f'call {tool.name} with an object such as {{"field": value}}',
         )
     try:
         return tool.args_model.model_validate(parsed)
@@ -151,7 +151,10 @@ def parse_arguments(tool: Tool, raw: str) -> BaseModel | ToolResult:
 def _from_exception(tool: Tool, exc: BaseException) -> ToolResult:
     if isinstance(exc, TimeoutError):
         return ToolResult.failure(
-            ErrorType.timeout, f"{tool.name} timed out: {exc}", hint="try again later or narrow the query", retryable=True
+            ErrorType.timeout,
+            f"{tool.name} timed out: {exc}",
+            hint="try again later or narrow the query",
+            retryable=True,
         )
     if isinstance(exc, ConnectionError):
         return ToolResult.failure(

@@ -33,11 +33,7 @@ def query_logs_tool(policy: Policy) -> Tool:
     def run(args: QueryLogsArgs) -> ToolResult:
         service = policy.services.get(args.service)
         if service is None:
-            return ToolResult.failure(
-                ErrorType.not_found,
-                f"unknown service {args.service!r}",
-                hint=f"known services: {', '.join(sorted(policy.services)) or 'none'}",
-            )
+            return ToolResult.unknown("service", args.service, policy.services)
         return _query(args, service.logs)
 
     return Tool(
@@ -56,7 +52,7 @@ def _query(args: QueryLogsArgs, files: list[Path]) -> ToolResult:
             f"no log file of {args.service} can be read: {', '.join(missing)}",
             hint="the service may not have logged yet; tell the user which file is missing",
         )
-    wanted = LEVELS[LEVELS.index(args.level):] if args.level else None
+    wanted = LEVELS[LEVELS.index(args.level) :] if args.level else None
     needle = args.contains.lower() if args.contains else None
     newest_first: list[str] = []
     scanned = 0

@@ -32,7 +32,7 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
 def redact_text(text: str) -> str:
     for kind, pattern in RULES:
         if kind == "secret-value":
-            text = pattern.sub(lambda m: f"{m.group(1)}[REDACTED:{kind}]", text)
+            text = pattern.sub(lambda m: f"{m.group(1)}[REDACTED:secret-value]", text)
         elif kind == "authorization":
             text = pattern.sub(f" [REDACTED:{kind}]", text)
         else:

@@ -186,7 +186,7 @@ def summarise(body: dict[str, Any]) -> str:
         if line.startswith("User: "):
             question = line[len("User: ") :]
         elif line.startswith("opsbot: "):
-            qa.append(f"- Q: {shorten(question, 70)} A: {shorten(line[len('opsbot: '):], 110)}")
+            qa.append(f"- Q: {shorten(question, 70)} A: {shorten(line[len('opsbot: ') :], 110)}")
         else:
             continue
         for pattern in ID_PATTERNS:
@@ -215,7 +215,7 @@ def thread_policy(body: dict[str, Any]) -> Reply:
     warns = sum(" WARN " in line for line in lines)
     newest = lines[-1].rstrip('"}') if lines else "(no lines)"
     return Reply(
-        content=f"{service}: {errors} ERROR and {warns} WARN lines among those I saw; newest: \"{shorten(newest, 90)}\""
+        content=f'{service}: {errors} ERROR and {warns} WARN lines among those I saw; newest: "{shorten(newest, 90)}"'
     )
 
 
@@ -246,10 +246,12 @@ def run_thread(limits: LoopLimits, memory_settings: MemorySettings, tools: list[
 
 
 def table(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows)]
+    widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows, strict=True)]
 
     def line(cells: list[str]) -> str:
-        return "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+        pairs = enumerate(zip(cells, widths, strict=True))
+        return "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in pairs)
+
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
 
@@ -288,26 +290,32 @@ def main() -> None:
     print(f"   {TOOL_STEPS} tool steps + 1 answer step per run, one call a step; {RUNS} runs after {WARMUP} warm-up")
     rows = []
     for (backend, tool), figures in overhead.items():
-        rows.append([
-            backend,
-            tool,
-            str(figures.steps),
-            f"{median(figures.overhead_ms):.2f}",
-            f"{min(figures.overhead_ms):.2f}",
-            f"{p90(figures.overhead_ms):.2f}",
-            f"{median(figures.tool_ms):.2f}",
-            f"{median(figures.model_ms):.2f}",
-        ])
-    print(table(
-        ["memory", "tool", "steps", "overhead ms/step (median)", "min", "p90", "of which in tool", "model call ms"],
-        rows,
-    ))
+        rows.append(
+            [
+                backend,
+                tool,
+                str(figures.steps),
+                f"{median(figures.overhead_ms):.2f}",
+                f"{min(figures.overhead_ms):.2f}",
+                f"{p90(figures.overhead_ms):.2f}",
+                f"{median(figures.tool_ms):.2f}",
+                f"{median(figures.model_ms):.2f}",
+            ]
+        )
+    print(
+        table(
+            ["memory", "tool", "steps", "overhead ms/step (median)", "min", "p90", "of which in tool", "model call ms"],
+            rows,
+        )
+    )
     print("   'of which in tool': the tool calls' own duration (thread, validation, the tool, redaction).")
     print("   'model call': the whole openai client call (request building, HTTP, parsing); not overhead here.")
     worst = max(median(f.overhead_ms) for (_, tool), f in overhead.items() if tool == "ping")
     verdict = "met" if worst < TARGET_OVERHEAD_MS else "NOT met"
-    print(f"   target: loop overhead (ping rows) well under {TARGET_OVERHEAD_MS:g} ms/step -> {verdict} "
-          f"(worst median {worst:.2f} ms); query_logs rows add the tool's own work, for context")
+    print(
+        f"   target: loop overhead (ping rows) well under {TARGET_OVERHEAD_MS:g} ms/step -> {verdict} "
+        f"(worst median {worst:.2f} ms); query_logs rows add the tool's own work, for context"
+    )
 
     full = overhead[("redis", "ping")]
     rt_full = median([float(x) for x in full.round_trips])
@@ -315,15 +323,19 @@ def main() -> None:
     per_step = (rt_full - rt_one) / (full.steps - redis_answer_only.steps)
     fixed = rt_one - per_step * redis_answer_only.steps
     print("\n2. Redis round trips (RedisMemory.round_trips; each a single command or one pipeline)")
-    print(table(
-        ["run", "steps", "round trips/run", "per step (run/steps)"],
-        [
-            [f"{TOOL_STEPS} tool steps + answer", str(full.steps), f"{rt_full:g}", f"{rt_full / full.steps:.2f}"],
-            ["answer only", str(redis_answer_only.steps), f"{rt_one:g}", f"{rt_one / redis_answer_only.steps:.2f}"],
-        ],
-    ))
-    print(f"   marginal: {per_step:g} round trip(s) per step; fixed per run: {fixed:g} "
-          f"(lock, load, store the question, release; a fold adds 1)")
+    print(
+        table(
+            ["run", "steps", "round trips/run", "per step (run/steps)"],
+            [
+                [f"{TOOL_STEPS} tool steps + answer", str(full.steps), f"{rt_full:g}", f"{rt_full / full.steps:.2f}"],
+                ["answer only", str(redis_answer_only.steps), f"{rt_one:g}", f"{rt_one / redis_answer_only.steps:.2f}"],
+            ],
+        )
+    )
+    print(
+        f"   marginal: {per_step:g} round trip(s) per step; fixed per run: {fixed:g} "
+        f"(lock, load, store the question, release; a fold adds 1)"
+    )
 
     for name, r in (("defaults", defaults), ("baseline", baseline)):
         if r["stops"] != {"answered"}:
@@ -334,14 +346,16 @@ def main() -> None:
     print(f"   turn 1 says {FACT!r}; turn 13 asks 'what was the incident id?'")
     rows = []
     for name, r in (("(a) opsbot defaults", defaults), ("(b) full history, no cut", baseline)):
-        rows.append([
-            name,
-            f"{r['server_prompt_tokens']:,}",
-            f"{r['requests']} ({r['summary_calls']})",
-            f"{r['last_request_tokens']:,}",
-            "yes" if r["recalled"] else "NO",
-            shorten(r["answer"], 40),
-        ])
+        rows.append(
+            [
+                name,
+                f"{r['server_prompt_tokens']:,}",
+                f"{r['requests']} ({r['summary_calls']})",
+                f"{r['last_request_tokens']:,}",
+                "yes" if r["recalled"] else "NO",
+                shorten(r["answer"], 40),
+            ]
+        )
     headers = ["run", "prompt tokens", "requests (summaries)", "turn-13 prompt", f"{FACT} recalled", "turn-13 answer"]
     print(table(headers, rows))
     verdict = "met" if ratio <= TARGET_TOKEN_RATIO and defaults["recalled"] else "NOT met"

@@ -147,7 +147,11 @@ def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
     """Tool results of the current turn (after the last engineer message), parsed."""
     messages = body["messages"]
     last_user = max(
-        (i for i, m in enumerate(messages) if m["role"] == "user" and "[note from the opsbot loop" not in (m["content"] or "")),
+        (
+            i
+            for i, m in enumerate(messages)
+            if m["role"] == "user" and "[note from the opsbot loop" not in (m["content"] or "")
+        ),
         default=-1,
     )
     return [json.loads(m["content"]) for m in messages[last_user + 1 :] if m["role"] == "tool"]
