@@ -9,13 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import click
+from pydantic import ValidationError
 
 from bot.build import build_agent
-from bot.commands import is_direct_command, run_direct_command
+from bot.commands import NotACommand, Parsed, parse_command, run_command
 from bot.loop import Agent
 from bot.prompts import no_model_text
 from bot.reply import Progress, Reply, Step
 from config.check import ConfigError, load_file_config
+from config.policy import Policy
 from config.settings import SAMPLE_CONFIG, Settings
 
 EXIT_CONFIG = 2
@@ -81,8 +83,12 @@ def _settings(ctx: click.Context) -> Settings:
     except ConfigError as exc:
         click.secho(str(exc), fg="red", err=True)
         click.echo(f"Fix the file, then check it with: opsbot --config {path} check-config", err=True)
-        ctx.exit(EXIT_CONFIG)
-        raise  # unreachable: ctx.exit raises
+        raise click.exceptions.Exit(EXIT_CONFIG) from exc
+    except ValidationError as exc:
+        for error in exc.errors():
+            name = ".".join(str(part) for part in error["loc"]) or "settings"
+            click.secho(f"environment: {name}: {error['msg']}", fg="red", err=True)
+        raise click.exceptions.Exit(EXIT_CONFIG) from exc
 
 
 @main.command()
@@ -109,13 +115,24 @@ def chat(ctx: click.Context, thread: str) -> None:
         if text.lower() in ("exit", "quit"):
             return
         if text:
-            _answer(agent, text, thread, sys.stdout)
+            _answer(agent, settings.policy, text, thread, sys.stdout)
 
 
-def _answer(agent: Agent, text: str, thread: str, stream: Any) -> Reply | None:
-    if is_direct_command(text):
-        output = run_direct_command(agent, text, thread)
-        click.echo(output.text, file=stream)
+def _command(agent: Agent, policy: Policy, text: str) -> Parsed | None:
+    """The direct command in `text`, or None when it is a question for the model.
+
+    Text that only starts like a command goes to the model when there is one; without a model
+    the engineer is shown why it is not a command."""
+    parsed = parse_command(policy, text)
+    if isinstance(parsed, NotACommand) and agent.model is not None:
+        return None
+    return parsed
+
+
+def _answer(agent: Agent, policy: Policy, text: str, thread: str, stream: Any) -> Reply | None:
+    parsed = _command(agent, policy, text)
+    if parsed is not None:
+        click.echo(run_command(agent, parsed, thread).text, file=stream)
         return None
     reply = agent.run(text, thread=thread, progress=TerminalProgress(sys.stderr))
     color = "cyan" if reply.stop_reason == "answered" else "yellow"
@@ -136,15 +153,17 @@ def _answer(agent: Agent, text: str, thread: str, stream: Any) -> Reply | None:
 @click.pass_context
 def ask(ctx: click.Context, question: str, thread: str, as_json: bool) -> None:
     """Ask one question (or run one direct command) and print the answer."""
-    agent = build_agent(_settings(ctx))
-    if is_direct_command(question):
-        output = run_direct_command(agent, question, thread)
+    settings = _settings(ctx)
+    agent = build_agent(settings)
+    parsed = _command(agent, settings.policy, question)
+    if parsed is not None:
+        output = run_command(agent, parsed, thread)
         click.echo(json.dumps({"text": output.text, "ok": output.ok}) if as_json else output.text)
         ctx.exit(0 if output.ok else 1)
     progress = Progress() if as_json else TerminalProgress(sys.stderr)
     reply = agent.run(question, thread=thread, progress=progress)
     click.echo(reply.model_dump_json(indent=2) if as_json else reply.text)
-    if reply.stop_reason in ("no_model", "llm_unavailable", "memory_unavailable", "busy"):
+    if reply.stop_reason in ("no_model", "no_answer", "llm_unavailable", "memory_unavailable", "busy"):
         ctx.exit(EXIT_NO_ANSWER)
 
 

@@ -2,15 +2,22 @@
 
 `logs checkout ERROR timeout` calls query_logs(service=checkout, level=ERROR, contains=timeout)
 through the same executor as the loop, so validation, timeouts and redaction are the same.
+
+Only an exact command form is a command: `reset` alone resets, but "reset of payments broke
+checkout?" is a question, and so is "logs show 502s" when there is no service called `show`.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from bot.loop import Agent
+from bot.memory import MemoryUnavailable, ThreadBusy
+from bot.prompts import busy_text, memory_unavailable_text
+from config.policy import Policy
 from tools.base import ToolResult
 from tools.executor import ToolCall
 from tools.logs import LEVELS
@@ -33,35 +40,59 @@ class CommandOutput:
     ok: bool
 
 
-def is_direct_command(text: str) -> bool:
-    words = text.strip().split(maxsplit=1)
-    return bool(words) and words[0].lower() in NAMES
+@dataclass(frozen=True)
+class NotACommand:
+    """Starts like a command but is not one; `why` is shown when there is no model to ask instead."""
+
+    why: str
 
 
-def run_direct_command(agent: Agent, text: str, thread: str) -> CommandOutput:
+Parsed = ToolCall | str | NotACommand  # a tool call, a built-in ("help", "reset"), or not a command
+
+
+def parse_command(policy: Policy, text: str) -> Parsed | None:
+    """The command `text` is, `NotACommand` if it only starts like one, None if it is a question."""
+    words = text.strip().split()
+    if not words or words[0].lower() not in NAMES:
+        return None
     try:
         words = shlex.split(text)
     except ValueError as exc:
-        return CommandOutput(f"Could not read that command ({exc}).\n\n{USAGE}", ok=False)
+        return NotACommand(f"Could not read that command ({exc}).")
     name, args = words[0].lower(), words[1:]
-    if name == "help":
+    if name in ("help", "reset", "services"):
+        if args:
+            return NotACommand(f"`{name}` takes no arguments.")
+        return ToolCall("direct", "list_services", "{}") if name == "services" else name
+    return _tool_call(policy, name, args)
+
+
+def run_command(agent: Agent, parsed: ToolCall | str | NotACommand, thread: str) -> CommandOutput:
+    if isinstance(parsed, NotACommand):
+        return CommandOutput(f"{parsed.why}\n\n{USAGE}", ok=False)
+    if parsed == "help":
         return CommandOutput(USAGE, ok=True)
-    if name == "reset":
-        agent.reset(thread)
-        return CommandOutput("This thread's conversation is forgotten.", ok=True)
-    call = _tool_call(name, args)
-    if isinstance(call, str):
-        return CommandOutput(f"{call}\n\n{USAGE}", ok=False)
-    result = agent.executor.run_one(call).result
+    if parsed == "reset":
+        return _reset(agent, thread)
+    assert isinstance(parsed, ToolCall)
+    result = agent.executor.run_one(parsed).result
     return CommandOutput(render_result(result), ok=result.ok)
 
 
-def _tool_call(name: str, args: list[str]) -> ToolCall | str:
-    if name == "services":
-        return ToolCall("direct", "list_services", "{}")
+def _reset(agent: Agent, thread: str) -> CommandOutput:
+    try:
+        agent.reset(thread)
+    except ThreadBusy:
+        return CommandOutput(busy_text(agent.memory_settings.lock_ttl_s), ok=False)
+    except MemoryUnavailable as exc:
+        return CommandOutput(memory_unavailable_text(exc), ok=False)
+    return CommandOutput("This thread's conversation is forgotten.", ok=True)
+
+
+def _tool_call(policy: Policy, name: str, args: list[str]) -> ToolCall | NotACommand:
     if name == "logs":
-        if not args:
-            return "Usage: logs <service> [level] [text]"
+        if not args or args[0] not in policy.services:
+            return NotACommand(_unknown("logs <service> [level] [text]", "service", args, policy.services))
         query: dict[str, object] = {"service": args[0]}
         rest = args[1:]
         if rest and rest[0].upper() in LEVELS:
@@ -70,14 +101,18 @@ def _tool_call(name: str, args: list[str]) -> ToolCall | str:
             query["contains"] = " ".join(rest)
         return ToolCall("direct", "query_logs", json.dumps(query))
     if name == "run":
-        if len(args) != 1:
-            return "Usage: run <command>"
+        if len(args) != 1 or args[0] not in policy.commands:
+            return NotACommand(_unknown("run <command>", "command", args, policy.commands))
         return ToolCall("direct", "run_command", json.dumps({"command": args[0]}))
-    if len(args) not in (1, 2):
-        return "Usage: config <name> [key.path]"
-    return ToolCall(
-        "direct", "read_config", json.dumps({"name": args[0], **({"key": args[1]} if len(args) == 2 else {})})
-    )
+    if len(args) not in (1, 2) or args[0] not in policy.config_files:
+        return NotACommand(_unknown("config <name> [key.path]", "config file", args, policy.config_files))
+    key = {"key": args[1]} if len(args) == 2 else {}
+    return ToolCall("direct", "read_config", json.dumps({"name": args[0], **key}))
+
+
+def _unknown(usage: str, kind: str, args: list[str], known: Iterable[str]) -> str:
+    given = f"There is no {kind} {args[0]!r}. " if args else ""
+    return f"{given}Usage: {usage}; known {kind}s: {', '.join(sorted(known)) or 'none'}."
 
 
 def render_result(result: ToolResult) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import defaultdict
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -74,8 +73,11 @@ class LoopGuard:
     def __init__(self, limits: LoopLimits, stored: dict[str, str]) -> None:
         self.limits = limits
         self.records = {key: RepeatRecord.model_validate_json(value) for key, value in stored.items()}
+        self.stop_requested = False
         self._changed: set[str] = set()
-        self._variations: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+        self._step = 0
+        # (tool, varied argument, the other arguments) -> (last step seen, consecutive steps, values)
+        self._runs: dict[tuple[str, str, str], tuple[int, int, set[str]]] = {}
         self._step_signatures: list[str] = []
 
     def check(self, call: ToolCall) -> Check:
@@ -86,7 +88,10 @@ class LoopGuard:
         earlier = earlier.model_copy(update={"repeats": earlier.repeats + 1})
         self.records[key] = earlier
         self._changed.add(key)
-        return Check(Verdict.stop if earlier.repeats > self.limits.repeat_warnings else Verdict.repeat, earlier)
+        if earlier.repeats > self.limits.repeat_warnings:
+            self.stop_requested = True
+            return Check(Verdict.stop, earlier)
+        return Check(Verdict.repeat, earlier)
 
     def record(self, call: ToolCall, result: ToolResult) -> None:
         """Remember what a call that actually ran came to."""
@@ -96,18 +101,31 @@ class LoopGuard:
         self._changed.add(key)
 
     def drift(self, calls: list[ToolCall]) -> str | None:
-        """Why this step looks like the loop is circling, or None."""
+        """Why this step looks like the loop is circling, or None.
+
+        Near-repeat: one tool called in `near_repeat_limit` consecutive steps with only one
+        argument changing. Several calls in one message count once: fanning out over services
+        in parallel is investigation, not circling. Oscillation: four steps alternating A, B, A, B.
+        """
+        self._step += 1
         reason = None
+        touched: dict[tuple[str, str, str], str] = {}
         for call in calls:
             _, parsed = canonical_arguments(call.arguments)
             for name, value in (parsed or {}).items():
-                rest = {k: v for k, v in parsed.items() if k != name}  # type: ignore[union-attr]
-                seen = self._variations[(call.name, name, json.dumps(rest, sort_keys=True))]
-                seen.add(json.dumps(value, sort_keys=True))
-                if len(seen) >= self.limits.near_repeat_limit:
-                    reason = f"{call.name} was called {len(seen)} times changing only {name!r}"
-        signature = "|".join(sorted(f"{c.name}:{canonical_arguments(c.arguments)[0]}" for c in calls))
-        self._step_signatures.append(signature)
+                rest = {k: v for k, v in (parsed or {}).items() if k != name}
+                touched[(call.name, name, json.dumps(rest, sort_keys=True))] = json.dumps(value, sort_keys=True)
+        for signature, value in touched.items():
+            last, length, values = self._runs.get(signature, (0, 0, set()))
+            if value in values:
+                continue
+            length = length + 1 if last == self._step - 1 else 1
+            values = values | {value} if length > 1 else {value}
+            self._runs[signature] = (self._step, length, values)
+            if length >= self.limits.near_repeat_limit:
+                reason = f"{signature[0]} was called in {length} steps in a row changing only {signature[1]!r}"
+        step_signature = "|".join(sorted(f"{c.name}:{canonical_arguments(c.arguments)[0]}" for c in calls))
+        self._step_signatures.append(step_signature)
         s = self._step_signatures
         if len(s) >= 4 and s[-1] == s[-3] and s[-2] == s[-4] and s[-1] != s[-2]:
             reason = "the last four steps alternated between the same two calls"

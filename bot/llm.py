@@ -15,6 +15,7 @@ import openai
 from pydantic import BaseModel
 
 from bot.messages import ToolCallSpec
+from tools.redact import redact_text
 
 
 class Usage(BaseModel):
@@ -34,12 +35,15 @@ class ModelTurn:
     tool_calls: list[ToolCallSpec]
     usage: Usage
     duration_s: float = 0.0
-    finish_reason: str | None = None
 
 
 @dataclass
 class ModelUnavailable(Exception):
+    """The model could not be used. `transient`: worth asking again later; otherwise an operator
+    has to fix something (key, model name, a request the provider refuses)."""
+
     reason: str
+    transient: bool = True
     status: int | None = field(default=None)
 
     def __str__(self) -> str:
@@ -82,8 +86,18 @@ class ModelClient:
             response = self._client.chat.completions.create(**request)
         except openai.APIError as exc:
             raise self._unavailable(exc) from exc
-        if not response.choices:
-            raise ModelUnavailable("the model provider returned no choices")
+        try:
+            return self._turn(response, time.monotonic() - started)
+        except (AttributeError, IndexError, TypeError, ValueError) as exc:
+            # A proxy's HTML error page or a half-compatible server: say so rather than crash.
+            raise ModelUnavailable(
+                f"{self._where} returned a response opsbot cannot read ({type(exc).__name__}); "
+                "check that OPENAI_BASE_URL is an OpenAI-compatible chat-completions endpoint",
+                transient=False,
+            ) from exc
+
+    @staticmethod
+    def _turn(response: Any, duration_s: float) -> ModelTurn:
         choice = response.choices[0]
         calls = [
             ToolCallSpec(
@@ -92,32 +106,45 @@ class ModelClient:
             for c in (choice.message.tool_calls or [])
             if getattr(c, "function", None) is not None
         ]
-        usage = Usage(
-            prompt_tokens=response.usage.prompt_tokens if response.usage else 0,
-            completion_tokens=response.usage.completion_tokens if response.usage else 0,
-            model_calls=1,
-        )
+        usage = response.usage
         return ModelTurn(
             content=choice.message.content or "",
             tool_calls=calls,
-            usage=usage,
-            duration_s=time.monotonic() - started,
-            finish_reason=choice.finish_reason,
+            usage=Usage(
+                prompt_tokens=(usage.prompt_tokens or 0) if usage else 0,
+                completion_tokens=(usage.completion_tokens or 0) if usage else 0,
+                model_calls=1,
+            ),
+            duration_s=duration_s,
         )
+
+    @property
+    def _where(self) -> str:
+        return self.base_url or "the OpenAI API"
 
     def _unavailable(self, exc: openai.APIError) -> ModelUnavailable:
         attempts = f"after {self.max_retries + 1} attempt(s)"
-        where = self.base_url or "the OpenAI API"
-        if isinstance(exc, openai.AuthenticationError):
-            return ModelUnavailable(f"{where} rejected the API key (HTTP 401): check OPENAI_API_KEY", 401)
+        where = self._where
+        if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+            return ModelUnavailable(
+                f"{where} rejected the API key (HTTP {exc.status_code}): check OPENAI_API_KEY", False, exc.status_code
+            )
         if isinstance(exc, openai.NotFoundError):
-            return ModelUnavailable(f"{where} does not know model {self.model!r} (HTTP 404): check OPSBOT_MODEL", 404)
+            return ModelUnavailable(
+                f"{where} does not know model {self.model!r} (HTTP 404): check OPSBOT_MODEL", False, 404
+            )
         if isinstance(exc, openai.RateLimitError):
-            return ModelUnavailable(f"{where} is rate-limiting opsbot (HTTP 429) {attempts}", 429)
+            return ModelUnavailable(f"{where} is rate-limiting opsbot (HTTP 429) {attempts}", True, 429)
         if isinstance(exc, openai.APITimeoutError):
             return ModelUnavailable(f"{where} did not answer within {self.timeout_s:g}s {attempts}")
         if isinstance(exc, openai.APIConnectionError):
             return ModelUnavailable(f"cannot connect to {where} {attempts}: check OPENAI_BASE_URL and the network")
+        if isinstance(exc, openai.APIStatusError) and exc.status_code >= 500:
+            return ModelUnavailable(f"{where} answered HTTP {exc.status_code} {attempts}", True, exc.status_code)
         if isinstance(exc, openai.APIStatusError):
-            return ModelUnavailable(f"{where} answered HTTP {exc.status_code} {attempts}", exc.status_code)
-        return ModelUnavailable(f"{where} failed: {exc}")
+            # 400/413/422: the provider refuses this request (often: too long). Retrying will not help.
+            detail = redact_text(str(exc.message))[:300]
+            return ModelUnavailable(
+                f"{where} refused the request (HTTP {exc.status_code}: {detail})", False, exc.status_code
+            )
+        return ModelUnavailable(f"{where} failed: {redact_text(str(exc))[:300]}")

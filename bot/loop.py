@@ -15,18 +15,22 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.guards import LoopGuard, Verdict, canonical_arguments
+from bot.context import fit_prompt
+from bot.guards import LoopGuard, Verdict, call_key, canonical_arguments
 from bot.llm import ModelClient, ModelTurn, ModelUnavailable, Usage
 from bot.memory import Memory, MemoryUnavailable, ThreadBusy, ThreadState
 from bot.messages import Block, Message
 from bot.prompts import (
     SYSTEM_PROMPT,
+    busy_text,
     final_note,
     llm_unavailable_text,
+    memory_unavailable_text,
     no_answer_text,
     no_model_text,
     nudge_drift,
     nudge_empty,
+    unsaved_answer_note,
 )
 from bot.reply import CallRecord, Progress, Reply, Step, StopReason
 from bot.summary import blocks_to_fold, write_summary
@@ -62,28 +66,34 @@ class Agent:
         )
 
     def run(self, text: str, thread: str = "cli:default", progress: Progress | None = None) -> Reply:
-        started = time.monotonic()
+        run = _Run(self, thread, progress or Progress(), time.monotonic())
+        _log("run_start", thread=thread, run=run.run_id, question=redact_text(text))
         if self.model is None:
-            return Reply(thread=thread, text=no_model_text(), stop_reason=StopReason.no_model)
-        run = _Run(self, thread, progress or Progress(), started)
-        try:
-            with self.memory.lock(thread, self.memory_settings.lock_ttl_s, self.memory_settings.lock_wait_s):
-                reply = run.execute(text)
-        except ThreadBusy:
-            reply = run.reply(
-                "Another question in this thread is still being worked on; ask again when it is answered.",
-                StopReason.busy,
-            )
-        except MemoryUnavailable as exc:
-            reply = run.reply(
-                f"opsbot cannot reach its memory store ({exc}). Nothing was half-saved; "
-                "ask again in a moment. Direct commands (logs, run, config) work without memory.",
-                StopReason.memory_unavailable,
-            )
+            reply = run.reply(no_model_text(), StopReason.no_model)
+        else:
+            try:
+                with self.memory.lock(thread, self.memory_settings.lock_ttl_s, self.memory_settings.lock_wait_s):
+                    reply = run.execute(text)
+            except ThreadBusy:
+                reply = run.reply(busy_text(self.memory_settings.lock_ttl_s), StopReason.busy)
+            except MemoryUnavailable as exc:
+                reply = run.reply(memory_unavailable_text(exc), StopReason.memory_unavailable)
+        _log(
+            "run_end",
+            thread=thread,
+            run=run.run_id,
+            stop_reason=reply.stop_reason.value,
+            answer=reply.text,
+            steps=len(reply.steps),
+            duration_s=round(reply.duration_s, 3),
+            **reply.usage.model_dump(),
+        )
         return reply
 
     def reset(self, thread: str) -> None:
-        self.memory.reset(thread)
+        """Forget a thread, waiting for a run in it to finish first. Raises `ThreadBusy`, `MemoryUnavailable`."""
+        with self.memory.lock(thread, self.memory_settings.lock_ttl_s, self.memory_settings.lock_wait_s):
+            self.memory.reset(thread)
 
 
 @dataclass
@@ -117,49 +127,49 @@ class _Run:
             try:
                 turn = self._ask(state, turn_blocks, final=stop)
             except ModelUnavailable as exc:
-                return self.reply(llm_unavailable_text(str(exc), self.steps), StopReason.llm_unavailable)
-            if stop is not None or not turn.tool_calls:
-                answer = turn.content.strip()
-                if not answer and not self.nudged_empty:
-                    self.nudged_empty = True
-                    self.notes.append(nudge_empty())
-                    self._record(Step(n=len(self.steps) + 1, decision="empty", **_tokens(turn)), [])
-                    continue
-                reason = stop or StopReason.answered
-                if not answer:
-                    answer, reason = no_answer_text(self.steps), StopReason.no_answer
-                self._record(Step(n=len(self.steps) + 1, decision="answer", **_tokens(turn)), [])
-                turn_blocks.append(Block(messages=[Message.assistant(answer)]))
-                agent.memory.append(self.thread, turn_blocks[-1:])
-                self._fold(state, turn_blocks)
-                return self.reply(answer, reason)
-            block, stop = self._tool_step(turn, guard)
-            turn_blocks.append(block)
+                return self.reply(llm_unavailable_text(exc, self.steps), StopReason.llm_unavailable)
+            if stop is None and turn.tool_calls:
+                block, stop = self._tool_step(turn, guard)
+                turn_blocks.append(block)
+                continue
+            # Tool calls on a step without tools are not run; what came with them is only a preamble.
+            answer = "" if turn.tool_calls else turn.content.strip()
+            decision = "tool_calls_ignored" if turn.tool_calls else ("answer" if answer else "empty")
+            if not answer and not self.nudged_empty:
+                self.nudged_empty = True
+                self.notes.append(nudge_empty())
+                self._record(Step(n=len(self.steps) + 1, decision=decision, **_tokens(turn)), [])
+                continue
+            reason = stop or StopReason.answered
+            if not answer:
+                answer, reason = no_answer_text(self.steps), StopReason.no_answer
+            self._record(Step(n=len(self.steps) + 1, decision=decision, **_tokens(turn)), [])
+            return self._finish(state, turn_blocks, answer, reason)
+
+    def _finish(self, state: ThreadState, turn_blocks: list[Block], answer: str, reason: StopReason) -> Reply:
+        turn_blocks.append(Block(messages=[Message.assistant(answer)]))
+        try:
+            self.agent.memory.append(self.thread, turn_blocks[-1:])
+        except MemoryUnavailable as exc:
+            # The answer exists: give it, and say it may not be remembered.
+            return self.reply(answer + unsaved_answer_note(exc), reason)
+        try:
+            self._fold(state, turn_blocks)
+        except MemoryUnavailable as exc:
+            # The answer is stored; the window stays over budget and is folded next turn.
+            _log("fold_failed", thread=self.thread, run=self.run_id, error=str(exc))
+        return self.reply(answer, reason)
 
     def _tool_step(self, turn: ModelTurn, guard: LoopGuard) -> tuple[Block, StopReason | None]:
         agent, step_n = self.agent, len(self.steps) + 1
         calls = [ToolCall(c.id, c.name, c.arguments) for c in turn.tool_calls]
-        checks = [guard.check(call) for call in calls]
-        to_run = [call for call, check in zip(calls, checks, strict=True) if check.verdict is Verdict.run]
-        for call in to_run:
-            self.progress.on_tool_start(step_n, call.name, _shown_args(call.arguments))
-        ran = iter(agent.executor.run_many(to_run))
-        outcomes: list[Outcome] = []
-        for call, check in zip(calls, checks, strict=True):
-            if check.verdict is Verdict.run:
-                outcome = next(ran)
-                capped = outcome.result.capped(agent.limits.max_result_tokens * CHARS_PER_TOKEN)
-                outcome = Outcome(call, capped, outcome.attempts, outcome.duration_s)
-                guard.record(call, outcome.result)
-            else:
-                outcome = Outcome(call, check.result(), 0, 0.0)
-            outcomes.append(outcome)
+        outcomes = self._outcomes(step_n, calls, guard)
         assistant = Message.assistant(turn.content, list(turn.tool_calls))
         block = Block.tool_step(assistant, [Message.tool(o.call.id, o.result.render()) for o in outcomes])
         agent.memory.append(self.thread, [block], guard.changed())
         stop: StopReason | None = None
         note = None
-        if any(check.verdict is Verdict.stop for check in checks):
+        if guard.stop_requested:
             stop, note = StopReason.repeated_call, "an identical call was repeated again: stopping"
         elif (drift := guard.drift(calls)) is not None:
             if self.drift_noted:
@@ -172,17 +182,43 @@ class _Run:
         self._record(Step(n=step_n, decision="tool_calls", calls=records, note=note, **_tokens(turn)), outcomes)
         return block, stop
 
+    def _outcomes(self, step_n: int, calls: list[ToolCall], guard: LoopGuard) -> list[Outcome]:
+        """One outcome per call, in order. Identical calls in one message run once and share it;
+        repeats of earlier calls are answered by the guard without running."""
+        agent = self.agent
+        first_of: dict[str, ToolCall] = {}
+        checks = {}
+        for call in calls:
+            key = call_key(call)
+            if key not in first_of:
+                first_of[key] = call
+                checks[key] = guard.check(call)
+        to_run = [first_of[key] for key, check in checks.items() if check.verdict is Verdict.run]
+        for call in to_run:
+            self.progress.on_tool_start(step_n, call.name, _shown_args(call.arguments))
+        results = {}
+        for outcome in agent.executor.run_many(to_run):
+            capped = outcome.result.capped(agent.limits.max_result_tokens * CHARS_PER_TOKEN)
+            guard.record(outcome.call, capped)
+            results[call_key(outcome.call)] = Outcome(outcome.call, capped, outcome.attempts, outcome.duration_s)
+        outcomes = []
+        for call in calls:
+            key = call_key(call)
+            shared = results.get(key)
+            if shared is not None:
+                outcomes.append(Outcome(call, shared.result, shared.attempts if call is first_of[key] else 0, 0.0))
+            else:
+                outcomes.append(Outcome(call, checks[key].result(), 0, 0.0))
+        return outcomes
+
     def _ask(self, state: ThreadState, turn_blocks: list[Block], final: StopReason | None) -> ModelTurn:
         agent = self.agent
         self.progress.on_model_call(len(self.steps) + 1)
-        messages = [Message.system(agent.system_prompt)]
+        head = [Message.system(agent.system_prompt)]
         if state.summary:
-            messages.append(Message.system(f"Summary of earlier turns in this thread:\n{state.summary}"))
-        for block in [*state.blocks, *turn_blocks]:
-            messages.extend(block.messages)
-        messages.extend(self.notes)
-        if final is not None:
-            messages.append(final_note(final, agent.limits.max_steps))
+            head.append(Message.system(f"Summary of earlier turns in this thread:\n{state.summary}"))
+        tail = [*self.notes, *([final_note(final, agent.limits.max_steps)] if final is not None else [])]
+        messages = fit_prompt(head, state.blocks, turn_blocks, tail, agent.limits.max_prompt_tokens)
         assert agent.model is not None
         turn = agent.model.complete(
             [m.to_api() for m in messages], tools=None if final is not None else agent.registry.schemas()
@@ -200,31 +236,22 @@ class _Run:
             self.agent.model, state.summary, blocks[:count], settings.summary_tokens, settings.window_tokens * 2
         )
         self.usage.add(usage)
-        try:
-            self.agent.memory.fold(self.thread, state.skipped + count, summary)
-        except MemoryUnavailable as exc:
-            # The answer is already stored; the window stays over budget and is folded next turn.
-            log.warning(json.dumps({"event": "fold_failed", "thread": self.thread, "error": str(exc)}))
+        self.agent.memory.fold(self.thread, state.skipped + count, summary)
 
     def _record(self, step: Step, outcomes: list[Outcome]) -> None:
         self.steps.append(step)
-        log.info(
-            json.dumps(
-                {
-                    "event": "step",
-                    "thread": self.thread,
-                    "run": self.run_id,
-                    "step": step.n,
-                    "decision": step.decision,
-                    "calls": [c.model_dump(mode="json") for c in step.calls],
-                    "results": [o.result.render() for o in outcomes],
-                    "note": step.note,
-                    "prompt_tokens": step.prompt_tokens,
-                    "completion_tokens": step.completion_tokens,
-                    "model_ms": step.model_ms,
-                },
-                ensure_ascii=False,
-            )
+        _log(
+            "step",
+            thread=self.thread,
+            run=self.run_id,
+            step=step.n,
+            decision=step.decision,
+            calls=[c.model_dump(mode="json") for c in step.calls],
+            results=[o.result.render() for o in outcomes],
+            note=step.note,
+            prompt_tokens=step.prompt_tokens,
+            completion_tokens=step.completion_tokens,
+            model_ms=step.model_ms,
         )
         self.progress.on_step(step)
 
@@ -237,6 +264,11 @@ class _Run:
             usage=self.usage,
             duration_s=time.monotonic() - self.started,
         )
+
+
+def _log(event: str, **fields: Any) -> None:
+    """One JSON record per event: a thread can be replayed from its run_start, steps and run_end."""
+    log.info(json.dumps({"event": event, **fields}, ensure_ascii=False, default=str))
 
 
 def _tokens(turn: ModelTurn) -> dict[str, Any]:

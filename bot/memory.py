@@ -81,7 +81,8 @@ class InProcessMemory:
         self.ttl_s = ttl_s
         self.round_trips = 0
         self._threads: dict[str, _Thread] = {}
-        self._locks: dict[str, tuple[str, float]] = {}
+        self._locks: dict[str, tuple[str, float]] = {}  # thread -> (token, expires at)
+        self._held: dict[str, tuple[str, float]] = {}  # thread -> (token, ttl) of the run holding it
         self._mutex = threading.Condition()
 
     def load(self, thread: str, new_turn: bool) -> ThreadState:
@@ -102,6 +103,7 @@ class InProcessMemory:
             entry.blocks.extend(blocks)
             entry.repeats.update(repeats or {})
             entry.expires_at = time.monotonic() + self.ttl_s
+            self._refresh_lock(thread)
 
     def fold(self, thread: str, folded_blocks: int, summary: str) -> None:
         with self._mutex:
@@ -126,6 +128,7 @@ class InProcessMemory:
                 now = time.monotonic()
                 if holder is None or holder[1] <= now:
                     self._locks[thread] = (token, now + ttl_s)
+                    self._held[thread] = (token, ttl_s)
                     break
                 if now >= deadline:
                     raise ThreadBusy(thread)
@@ -134,9 +137,17 @@ class InProcessMemory:
             yield
         finally:
             with self._mutex:
+                if self._held.get(thread, ("", 0))[0] == token:
+                    del self._held[thread]
                 if self._locks.get(thread, ("", 0))[0] == token:
                     del self._locks[thread]
                 self._mutex.notify_all()
+
+    def _refresh_lock(self, thread: str) -> None:
+        """Each stored step proves the run is alive: its lock lasts another lock_ttl_s."""
+        held = self._held.get(thread)
+        if held is not None and self._locks.get(thread, ("", 0))[0] == held[0]:
+            self._locks[thread] = (held[0], time.monotonic() + held[1])
 
     def describe(self) -> str:
         return "in-process memory"

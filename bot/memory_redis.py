@@ -15,12 +15,17 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
+from pydantic import ValidationError
 
 from bot.memory import MemoryUnavailable, ThreadBusy, ThreadState, first_turn_start
 from bot.messages import Block
 
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0
+"""
+_REFRESH = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end
 return 0
 """
 
@@ -37,10 +42,14 @@ class RedisMemory:
             url, socket_connect_timeout=2, socket_timeout=5, health_check_interval=30, decode_responses=True
         )
         self._release = self._redis.register_script(_RELEASE)
+        self._held: dict[str, tuple[str, int]] = {}  # thread -> (lock token, ttl ms) held by this process
 
     def _keys(self, thread: str) -> dict[str, str]:
         base = f"{self.prefix}:thread:{thread}"
         return {"blocks": f"{base}:blocks", "summary": f"{base}:summary", "repeats": f"{base}:repeats"}
+
+    def _lock_key(self, thread: str) -> str:
+        return f"{self.prefix}:thread:{thread}:lock"
 
     def load(self, thread: str, new_turn: bool) -> ThreadState:
         keys = self._keys(thread)
@@ -52,7 +61,13 @@ class RedisMemory:
             else:
                 pipe.hgetall(keys["repeats"])
             raw_blocks, summary, repeats = self._execute(pipe)
-        blocks = [Block.model_validate_json(raw) for raw in raw_blocks]
+        try:
+            blocks = [Block.model_validate_json(raw) for raw in raw_blocks]
+        except ValidationError as exc:
+            raise MemoryUnavailable(
+                f"the stored conversation of thread {thread} cannot be read (written by another version?); "
+                "`reset` the thread to start afresh"
+            ) from exc
         window = first_turn_start(blocks)
         return ThreadState(window, summary or "", {} if new_turn else dict(repeats), len(blocks) - len(window))
 
@@ -65,6 +80,11 @@ class RedisMemory:
                 pipe.hset(keys["repeats"], mapping=repeats)
             for key in keys.values():
                 pipe.expire(key, self.ttl_s)
+            if thread in self._held:
+                # Each stored step proves the run is alive: its lock lasts another lock_ttl_s.
+                token, ttl_ms = self._held[thread]
+                # Script text rather than EVALSHA: no SCRIPT EXISTS round trip, no NOSCRIPT after a restart.
+                pipe.eval(_REFRESH, 1, self._lock_key(thread), token, ttl_ms)
             self._execute(pipe)
 
     def fold(self, thread: str, folded_blocks: int, summary: str) -> None:
@@ -83,16 +103,18 @@ class RedisMemory:
 
     @contextmanager
     def lock(self, thread: str, ttl_s: float, wait_s: float) -> Iterator[None]:
-        key = f"{self.prefix}:thread:{thread}:lock"
+        key = self._lock_key(thread)
         token = uuid.uuid4().hex
         deadline = time.monotonic() + wait_s
         while not self._call(lambda: self._redis.set(key, token, nx=True, px=int(ttl_s * 1000))):
             if time.monotonic() >= deadline:
                 raise ThreadBusy(thread)
             time.sleep(0.05)
+        self._held[thread] = (token, int(ttl_s * 1000))
         try:
             yield
         finally:
+            self._held.pop(thread, None)
             try:
                 self._call(lambda: self._release(keys=[key], args=[token]))
             except MemoryUnavailable:

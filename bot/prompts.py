@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bot.llm import ModelUnavailable
 from bot.messages import Message
 from bot.reply import Step, StopReason
 
@@ -63,13 +64,34 @@ def no_answer_text(steps: list[Step]) -> str:
     )
 
 
-def llm_unavailable_text(reason: str, steps: list[Step] | None = None) -> str:
+def llm_unavailable_text(error: ModelUnavailable, steps: list[Step] | None = None) -> str:
     done = calls_done(steps or [])
     did = f" Before that I ran: {done}." if done else ""
+    if error.transient:
+        what = "The model provider is unavailable"
+        then = "Your question is kept in this thread; ask again in a minute."
+    else:
+        what = "The model provider refused opsbot"
+        then = "Asking again will not help until that is fixed (if the thread has grown too long, `reset` it)."
+    return f"{what}: {error}. {then}{did} {DIRECT_COMMANDS_HINT}"
+
+
+def memory_unavailable_text(error: Exception) -> str:
     return (
-        f"The model provider is unavailable: {reason}. Your question is kept in this thread; ask "
-        f"again in a minute.{did} {DIRECT_COMMANDS_HINT}"
+        f"opsbot's thread memory failed ({error}). Every step it stored is complete; ask again in a "
+        "moment. Direct commands (logs, run, config) work without memory."
     )
+
+
+def busy_text(lock_ttl_s: float) -> str:
+    return (
+        "Another question in this thread is still being worked on; ask again when it is answered "
+        f"(a crashed run releases the thread after {lock_ttl_s:g}s)."
+    )
+
+
+def unsaved_answer_note(error: Exception) -> str:
+    return f"\n\n(opsbot could not save this answer to the thread's memory: {error}; it may not remember it.)"
 
 
 def no_model_text() -> str:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from pydantic import ConfigDict, Field, SecretStr
+from pydantic import ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from config.policy import Policy, Strict
@@ -33,6 +34,9 @@ class LoopLimits(Strict):
     tool_retries: int = Field(default=2, ge=0, le=10, description="for timeouts and connection errors")
     tool_retry_backoff_s: float = Field(default=0.2, ge=0, description="first backoff; doubles per retry")
     max_result_tokens: int = Field(default=1000, ge=50, description="a tool result is cut to this")
+    max_prompt_tokens: int = Field(
+        default=24_000, ge=1000, description="estimated size of one model request; older context gives way first"
+    )
     repeat_warnings: int = Field(
         default=1, ge=1, description="identical calls answered with repeated_call; the next one stops the loop"
     )
@@ -80,6 +84,20 @@ class Settings(BaseSettings):
     loop: LoopLimits = Field(default_factory=LoopLimits)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     policy: Policy = Field(default_factory=Policy)
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, url: str | None) -> str | None:
+        if url is not None and urlsplit(url).scheme not in ("redis", "rediss", "unix"):
+            raise ValueError("REDIS_URL must look like redis://host:6379/0 (or rediss://, unix://)")
+        return url
+
+    @field_validator("openai_base_url")
+    @classmethod
+    def _base_url(cls, url: str | None) -> str | None:
+        if url is not None and urlsplit(url).scheme not in ("http", "https"):
+            raise ValueError("OPENAI_BASE_URL must look like https://host/v1")
+        return url
 
     @property
     def model_configured(self) -> bool:

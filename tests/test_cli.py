@@ -72,7 +72,7 @@ def test_ask_question_without_model_says_how_to_configure_one(tmp_path: Path) ->
 def test_ask_failing_direct_command_exits_1(tmp_path: Path) -> None:
     done = opsbot("ask", "logs nope", cwd=tmp_path)
     assert done.returncode == 1
-    assert "not_found" in done.stdout and "auth, checkout, payments" in done.stdout
+    assert "There is no service 'nope'" in done.stdout and "known services: auth, checkout, payments" in done.stdout
 
 
 def test_chat_runs_direct_commands_from_stdin(tmp_path: Path) -> None:
@@ -83,7 +83,7 @@ def test_chat_runs_direct_commands_from_stdin(tmp_path: Path) -> None:
     assert "No model is configured" in out
     for name in ("checkout", "payments", "auth", "uptime", "disk-usage"):
         assert name in out
-    assert "not_found: unknown service 'nope'" in out
+    assert "There is no service 'nope'" in out
     assert "known services: auth, checkout, payments" in out
 
 
@@ -234,3 +234,16 @@ def test_chat_shows_each_step_and_the_answer(tmp_path: Path, with_model: Any) ->
     assert any("step 1: query_logs" in line and "→ ok" in line for line in done.stderr.splitlines()), done.stderr
     assert "opsbot> checkout returns 502s because payments times out." in done.stdout
     assert "answered · 2 step(s) · 2 model call(s)" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "name, value, words",
+    [
+        ("REDIS_URL", "localhost:6379", "REDIS_URL must look like redis://"),
+        ("OPENAI_BASE_URL", "api.local", "https://"),
+    ],
+)
+def test_a_malformed_url_in_the_environment_is_named_not_a_traceback(tmp_path: Path, name, value, words) -> None:
+    done = opsbot("ask", "services", cwd=tmp_path, **{name: value})
+    assert done.returncode == 2
+    assert words in done.stderr and "Traceback" not in done.stderr

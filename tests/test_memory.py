@@ -446,6 +446,26 @@ def test_redis_dying_mid_run_ends_the_run_cleanly(own_redis: RedisServer, model_
     assert again.run("q", thread="t").stop_reason == "answered", "works again once Redis is back"
 
 
+def test_an_answer_found_while_redis_dies_is_still_given(own_redis: RedisServer, model_server) -> None:
+    """The model has answered; only storing the answer fails: the engineer gets the answer, told
+    that it may not be remembered, instead of "ask again"."""
+
+    def policy(body: dict[str, Any]) -> Reply:
+        own_redis.stop()
+        return Reply(content="checkout is fine")
+
+    server = model_server(policy)
+    agent = Agent(
+        model=ModelClient(model="scripted", base_url=server.base_url, max_retries=0, timeout_s=5),
+        memory=RedisMemory(own_redis.url),
+        tools=[],
+        memory_settings=MemorySettings(lock_wait_s=1),
+    )
+    reply = agent.run("is checkout ok?", thread="t")
+    assert reply.stop_reason == "answered"
+    assert reply.text.startswith("checkout is fine") and "could not save this answer" in reply.text
+
+
 def test_a_redis_refusing_writes_gives_memory_unavailable_not_an_exception(
     own_redis: RedisServer, model_server, sample: Settings
 ) -> None:
@@ -516,3 +536,53 @@ def test_each_step_costs_one_redis_round_trip(redis_server: RedisServer, model_s
     assert counts[4][0] - counts[1][0] == 3 and counts[5][0] - counts[4][0] == 1, counts
     assert counts[4][1] - counts[1][1] == 3 and counts[5][1] - counts[4][1] == 1, counts
     client.close()
+
+
+def test_a_run_longer_than_the_lock_ttl_keeps_its_lock_while_it_works(model_server, make_agent, memory) -> None:
+    def slow(n: int) -> str:
+        """A slow step."""
+        time.sleep(0.3)
+        return f"step {n}"
+
+    numbers = iter(range(100))
+
+    def policy(body: dict[str, Any]) -> Reply:
+        if len(tool_results(body)) >= 4:
+            return Reply(content="done")
+        return Reply(calls=[Call("slow", {"n": next(numbers)})])
+
+    settings = MemorySettings(lock_ttl_s=0.5, lock_wait_s=0)
+    agent = make_agent(model_server(policy), tools=[slow], near_repeat_limit=50, memory_settings=settings)
+    first: list[Any] = []
+    worker = threading.Thread(target=lambda: first.append(agent.run("long", thread="t")))
+    worker.start()
+    time.sleep(0.9)  # past lock_ttl_s: only the per-step refresh keeps the lock
+    second = agent.run("meanwhile", thread="t")
+    worker.join()
+    assert first[0].stop_reason == "answered"
+    assert second.stop_reason == "busy"
+
+
+def test_reset_waits_for_a_running_turn(model_server, make_agent, memory) -> None:
+    agent = make_agent(model_server(lambda body: Reply(content="slow answer", delay_s=0.5)))
+    replies: list[Any] = []
+    worker = threading.Thread(target=lambda: replies.append(agent.run("question", thread="t")))
+    worker.start()
+    time.sleep(0.1)
+    agent.reset("t")
+    worker.join()
+    assert replies[0].stop_reason == "answered"
+    assert memory.load("t", new_turn=False).blocks == [], "the reset came after the run, not in its middle"
+
+
+def test_an_unreadable_stored_thread_says_reset_and_reset_fixes_it(redis_server, model_server, make_agent) -> None:
+    redis_server.flush()
+    memory = RedisMemory(redis_server.url)
+    client = redis.Redis.from_url(redis_server.url)
+    client.rpush("opsbot:thread:t:blocks", '{"not": "a block"}')
+    agent = make_agent(model_server(lambda body: Reply(content="fine")))
+    agent.memory = memory
+    reply = agent.run("status?", thread="t")
+    assert reply.stop_reason == "memory_unavailable" and "`reset` the thread" in reply.text
+    agent.reset("t")
+    assert agent.run("status?", thread="t").stop_reason == "answered"

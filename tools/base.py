@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import inspect
 import json
+import types
+import typing
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
@@ -137,20 +139,11 @@ class Tool:
         }
 
 
-def tool(name: str, description: str, args_model: type[BaseModel]) -> Callable[[ToolFunction], Tool]:
-    """Decorator: a function taking one validated argument model becomes a `Tool`."""
-
-    def wrap(func: ToolFunction) -> Tool:
-        return Tool(name=name, description=description, args_model=args_model, run=func)
-
-    return wrap
-
-
 def from_function(func: Callable[..., Any], name: str | None = None) -> Tool:
     """A plain, type-hinted Python function as a tool: its docstring describes it to the model,
     its parameters become the argument model (defaults kept), its return value the data."""
     signature = inspect.signature(func)
-    hints = inspect.get_annotations(func, eval_str=True)
+    hints = _parameter_hints(func)
     fields: dict[str, Any] = {}
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -166,6 +159,14 @@ def from_function(func: Callable[..., Any], name: str | None = None) -> Tool:
         return func(**{field: getattr(args, field) for field in fields})
 
     return Tool(name=tool_name, description=inspect.cleandoc(func.__doc__ or tool_name), args_model=model, run=run)
+
+
+def _parameter_hints(func: Callable[..., Any]) -> dict[str, Any]:
+    """Resolved parameter annotations. The return annotation is left out: it may name a class
+    local to the caller, which cannot be resolved, and the tool contract does not need it."""
+    annotations = {k: v for k, v in inspect.get_annotations(func).items() if k != "return"}
+    probe = types.SimpleNamespace(__annotations__=annotations, __globals__=getattr(func, "__globals__", {}))
+    return typing.get_type_hints(probe, globalns=probe.__globals__)
 
 
 class Registry:

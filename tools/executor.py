@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import to_jsonable_python
 
 from tools.base import ErrorType, Registry, Tool, ToolResult
 from tools.redact import redact
@@ -104,7 +105,10 @@ class Executor:
         if "error" in box:
             return _from_exception(tool, box["error"])
         value = box.get("value")
-        return value if isinstance(value, ToolResult) else ToolResult.success(value)
+        if isinstance(value, ToolResult):
+            return value
+        # Dataclasses, models, bytes, sets...: made JSON-shaped first, so redaction sees every string.
+        return ToolResult.success(_jsonable(value))
 
 
 def parse_arguments(tool: Tool, raw: str) -> BaseModel | ToolResult:
@@ -146,6 +150,13 @@ def parse_arguments(tool: Tool, raw: str) -> BaseModel | ToolResult:
             hint=f"required: {', '.join(schema.get('required', [])) or 'nothing'}; "
             f"allowed: {', '.join(schema.get('properties', {})) or 'nothing'}",
         )
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        return to_jsonable_python(value, fallback=repr)
+    except ValueError:  # e.g. bytes that are not UTF-8
+        return repr(value)
 
 
 def _from_exception(tool: Tool, exc: BaseException) -> ToolResult:

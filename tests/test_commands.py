@@ -1,0 +1,113 @@
+"""Direct commands: exact forms are commands, everything else is a question."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bot.commands import NotACommand, parse_command, run_command
+from config.settings import Settings
+from tests.fakes.model_server import Reply
+from tools.executor import ToolCall
+
+
+@pytest.mark.parametrize(
+    "text, tool, args",
+    [
+        ("services", "list_services", {}),
+        ("logs checkout", "query_logs", {"service": "checkout"}),
+        ("logs checkout error", "query_logs", {"service": "checkout", "level": "ERROR"}),
+        (
+            "LOGS payments WARN pool exhausted",
+            "query_logs",
+            {"service": "payments", "level": "WARN", "contains": "pool exhausted"},
+        ),
+        ("logs auth 'bad password'", "query_logs", {"service": "auth", "contains": "bad password"}),
+        ("run uptime", "run_command", {"command": "uptime"}),
+        ("config payments", "read_config", {"name": "payments"}),
+        ("config payments db.primary.pool_size", "read_config", {"name": "payments", "key": "db.primary.pool_size"}),
+    ],
+)
+def test_exact_forms_are_tool_calls(sample: Settings, text, tool, args):
+    parsed = parse_command(sample.policy, text)
+    assert isinstance(parsed, ToolCall) and parsed.name == tool and json.loads(parsed.arguments) == args
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "why is checkout throwing 502s?",
+        "what changed in payments yesterday",
+        "",
+        "   ",
+        "loggers are noisy",
+    ],
+)
+def test_questions_are_not_commands(sample: Settings, text):
+    assert parse_command(sample.policy, text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "reset of payments at 3am broke checkout?",
+        "help me find why checkout 502s",
+        "services are down, what now",
+        "logs show 502s for checkout",
+        "logs",
+        "run rm -rf /",
+        "run uptime now",
+        "config isn't loading",
+        "config nginx",
+        "config payments db extra",
+    ],
+)
+def test_text_that_only_starts_like_a_command_is_not_one(sample: Settings, text):
+    assert isinstance(parse_command(sample.policy, text), NotACommand)
+
+
+def test_reset_and_help_alone_are_commands(sample: Settings):
+    assert parse_command(sample.policy, "reset") == "reset"
+    assert parse_command(sample.policy, " HELP ") == "help"
+
+
+def test_a_question_starting_with_reset_goes_to_the_model_and_keeps_the_thread(
+    model_server, make_agent, memory, sample
+):
+    from bot.cli import _command
+
+    server = model_server(lambda body: Reply(content="answered"))
+    agent = make_agent(server)
+    agent.run("first question", thread="t")
+    text = "reset of payments at 3am broke checkout?"
+    assert _command(agent, sample.policy, text) is None, "with a model, it is a question"
+    agent.run(text, thread="t")
+    users = [m.content for b in memory.load("t", new_turn=False).blocks for m in b.messages if m.role == "user"]
+    assert users == ["first question", text]
+
+
+def test_reset_forgets_the_thread(model_server, make_agent, memory):
+    server = model_server(lambda body: Reply(content="answered"))
+    agent = make_agent(server)
+    agent.run("first question", thread="t")
+    output = run_command(agent, "reset", "t")
+    assert output.ok and memory.load("t", new_turn=False).blocks == []
+
+
+def test_reset_with_redis_down_says_so(own_redis, model_server, sample):
+    from bot.llm import ModelClient
+    from bot.loop import Agent
+    from bot.memory_redis import RedisMemory
+    from config.settings import MemorySettings
+
+    server = model_server(lambda body: Reply(content="answered"))
+    agent = Agent(
+        model=ModelClient(model="m", base_url=server.base_url, max_retries=0),
+        memory=RedisMemory(own_redis.url),
+        tools=[],
+        memory_settings=MemorySettings(lock_wait_s=0.2),
+    )
+    own_redis.stop()
+    output = run_command(agent, "reset", "t")
+    assert not output.ok and "memory failed" in output.text and "Redis" in output.text
