@@ -206,7 +206,10 @@ class _Run:
             key = call_key(call)
             shared = results.get(key)
             if shared is not None:
-                outcomes.append(Outcome(call, shared.result, shared.attempts if call is first_of[key] else 0, 0.0))
+                first = call is first_of[key]
+                outcomes.append(
+                    Outcome(call, shared.result, shared.attempts if first else 0, shared.duration_s if first else 0.0)
+                )
             else:
                 outcomes.append(Outcome(call, checks[key].result(), 0, 0.0))
         return outcomes

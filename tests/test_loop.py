@@ -297,6 +297,7 @@ def test_several_tool_calls_run_concurrently_and_pair_by_id_in_order(model_serve
     tool_messages = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_messages] == ["id-c", "id-a", "id-b"]
     assert [json.loads(m["content"])["data"] for m in tool_messages] == ["result c", "result a", "result b"]
+    assert all(c.duration_ms >= 350 for c in reply.steps[0].calls), "each call's own duration is reported"
     assert_well_paired(server.requests[1])
     assert reply.stop_reason == "answered"
 

@@ -279,7 +279,7 @@ def main() -> None:
 
     defaults = run_thread(LoopLimits(), MemorySettings(), ops_tools(sample.policy))
     baseline = run_thread(
-        LoopLimits(max_result_tokens=10_000_000),
+        LoopLimits(max_result_tokens=10_000_000, max_prompt_tokens=10_000_000),
         MemorySettings(window_tokens=10_000_000),
         ops_tools(sample.policy),
     )
