@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 import logging
 import sys
@@ -17,8 +18,11 @@ from bot.loop import Agent
 from bot.prompts import no_model_text
 from bot.reply import Progress, Reply, Step
 from config.check import ConfigError, load_file_config
-from config.policy import Policy
+from config.policy import Policy, Principal
 from config.settings import SAMPLE_CONFIG, Settings
+
+# The terminal's user is whoever runs the process: the OS account is the identity policy sees.
+TERMINAL_USER = Principal(platform="cli", user=getpass.getuser())
 
 EXIT_CONFIG = 2
 EXIT_NO_ANSWER = 3
@@ -132,9 +136,9 @@ def _command(agent: Agent, policy: Policy, text: str) -> Parsed | None:
 def _answer(agent: Agent, policy: Policy, text: str, thread: str, stream: Any) -> Reply | None:
     parsed = _command(agent, policy, text)
     if parsed is not None:
-        click.echo(run_command(agent, parsed, thread).text, file=stream)
+        click.echo(run_command(agent, parsed, thread, TERMINAL_USER).text, file=stream)
         return None
-    reply = agent.run(text, thread=thread, progress=TerminalProgress(sys.stderr))
+    reply = agent.run(text, thread=thread, progress=TerminalProgress(sys.stderr), principal=TERMINAL_USER)
     color = "cyan" if reply.stop_reason == "answered" else "yellow"
     click.secho(f"opsbot> {reply.text}", fg=color, file=stream)
     click.secho(
@@ -157,11 +161,11 @@ def ask(ctx: click.Context, question: str, thread: str, as_json: bool) -> None:
     agent = build_agent(settings)
     parsed = _command(agent, settings.policy, question)
     if parsed is not None:
-        output = run_command(agent, parsed, thread)
+        output = run_command(agent, parsed, thread, TERMINAL_USER)
         click.echo(json.dumps({"text": output.text, "ok": output.ok}) if as_json else output.text)
         ctx.exit(0 if output.ok else 1)
     progress = Progress() if as_json else TerminalProgress(sys.stderr)
-    reply = agent.run(question, thread=thread, progress=progress)
+    reply = agent.run(question, thread=thread, progress=progress, principal=TERMINAL_USER)
     click.echo(reply.model_dump_json(indent=2) if as_json else reply.text)
     if reply.stop_reason in ("no_model", "no_answer", "llm_unavailable", "memory_unavailable", "busy"):
         ctx.exit(EXIT_NO_ANSWER)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from bot.loop import Agent
 from bot.memory import MemoryUnavailable, ThreadBusy
 from bot.prompts import busy_text, memory_unavailable_text
-from config.policy import Policy
+from config.policy import Policy, Principal
 from tools.base import ToolResult
 from tools.executor import ToolCall
 from tools.logs import LEVELS
@@ -67,7 +67,9 @@ def parse_command(policy: Policy, text: str) -> Parsed | None:
     return _tool_call(policy, name, args)
 
 
-def run_command(agent: Agent, parsed: ToolCall | str | NotACommand, thread: str) -> CommandOutput:
+def run_command(
+    agent: Agent, parsed: ToolCall | str | NotACommand, thread: str, principal: Principal | None = None
+) -> CommandOutput:
     if isinstance(parsed, NotACommand):
         return CommandOutput(f"{parsed.why}\n\n{USAGE}", ok=False)
     if parsed == "help":
@@ -75,7 +77,7 @@ def run_command(agent: Agent, parsed: ToolCall | str | NotACommand, thread: str)
     if parsed == "reset":
         return _reset(agent, thread)
     assert isinstance(parsed, ToolCall)
-    result = agent.executor.run_one(parsed).result
+    result = agent.executor.run_one(parsed, principal).result
     return CommandOutput(render_result(result), ok=result.ok)
 
 

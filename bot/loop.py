@@ -35,6 +35,7 @@ from bot.prompts import (
 from bot.reply import CallRecord, Progress, Reply, Step, StopReason
 from bot.summary import blocks_to_fold, write_summary
 from bot.tokens import CHARS_PER_TOKEN
+from config.policy_base import Principal
 from config.settings import LoopLimits, MemorySettings
 from tools.base import Registry, Tool
 from tools.executor import Executor, Outcome, RetryPolicy, ToolCall
@@ -65,8 +66,15 @@ class Agent:
             self.limits.max_parallel_tools,
         )
 
-    def run(self, text: str, thread: str = "cli:default", progress: Progress | None = None) -> Reply:
-        run = _Run(self, thread, progress or Progress(), time.monotonic())
+    def run(
+        self,
+        text: str,
+        thread: str = "cli:default",
+        progress: Progress | None = None,
+        principal: Principal | None = None,
+    ) -> Reply:
+        """Answer `text` in `thread`. `principal` (who asks) is what tools authorize against."""
+        run = _Run(self, thread, progress or Progress(), time.monotonic(), principal)
         _log("run_start", thread=thread, run=run.run_id, question=redact_text(text))
         if self.model is None:
             reply = run.reply(no_model_text(), StopReason.no_model)
@@ -104,6 +112,7 @@ class _Run:
     thread: str
     progress: Progress
     started: float
+    principal: Principal | None
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     steps: list[Step] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
@@ -197,7 +206,7 @@ class _Run:
         for call in to_run:
             self.progress.on_tool_start(step_n, call.name, _shown_args(call.arguments))
         results = {}
-        for outcome in agent.executor.run_many(to_run):
+        for outcome in agent.executor.run_many(to_run, self.principal):
             capped = outcome.result.capped(agent.limits.max_result_tokens * CHARS_PER_TOKEN)
             guard.record(outcome.call, capped)
             results[call_key(outcome.call)] = Outcome(outcome.call, capped, outcome.attempts, outcome.duration_s)

@@ -588,3 +588,20 @@ def test_an_unreadable_model_response_is_a_reply_not_a_crash(model_server, make_
     finally:
         httpd.shutdown()
     assert reply.stop_reason == "llm_unavailable" and "cannot read" in reply.text and "OPENAI_BASE_URL" in reply.text
+
+
+def test_tools_see_who_asked(model_server, make_agent):
+    from pydantic import BaseModel
+
+    from config.policy import Principal
+    from tools.base import Tool
+
+    class NoArgs(BaseModel):
+        pass
+
+    seen = []
+    whoami = Tool("whoami", "Who is asking.", NoArgs, lambda args, principal: seen.append(principal) or "ok")
+    server = model_server(script(Reply(calls=[Call("whoami", {})]), Reply(content="done")))
+    asker = Principal(platform="slack", user="U024BE7LH", team="T1", channel="C2", groups=frozenset({"S-oncall"}))
+    make_agent(server, tools=[whoami]).run("who am I?", thread="t", principal=asker)
+    assert seen == [asker]

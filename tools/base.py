@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from config.policy_base import Principal
+
 
 class ErrorType(StrEnum):
     invalid_args = "invalid_args"
@@ -119,7 +121,8 @@ def _longest_string_field(data: Any) -> str | None:
     return max(strings)[1] if strings else None
 
 
-ToolFunction = Callable[[BaseModel], Any]
+# A tool function gets its validated arguments and who asked (None when nobody in particular did).
+ToolFunction = Callable[[BaseModel, Principal | None], Any]
 
 
 @dataclass(frozen=True)
@@ -155,7 +158,7 @@ def from_function(func: Callable[..., Any], name: str | None = None) -> Tool:
     tool_name = name or func.__name__
     model = create_model(f"{tool_name}_args", __config__=ConfigDict(extra="forbid"), **fields)
 
-    def run(args: BaseModel) -> Any:
+    def run(args: BaseModel, principal: Principal | None) -> Any:
         return func(**{field: getattr(args, field) for field in fields})
 
     return Tool(name=tool_name, description=inspect.cleandoc(func.__doc__ or tool_name), args_model=model, run=run)

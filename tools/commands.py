@@ -14,7 +14,7 @@ import subprocess
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from config.policy import Command, Policy
+from config.policy import Command, Policy, Principal
 from tools.base import ErrorType, Tool, ToolResult
 
 MINIMAL_ENV = {
@@ -36,7 +36,7 @@ def run_command_tool(policy: Policy) -> Tool:
     # Executables are resolved once, at load time, so PATH changes later cannot swap them.
     resolved = {name: shutil.which(spec.argv[0]) for name, spec in policy.commands.items()}
 
-    def run(args: RunCommandArgs) -> ToolResult:
+    def run(args: RunCommandArgs, principal: Principal | None) -> ToolResult:
         spec = policy.commands.get(args.command)
         if spec is None:
             return ToolResult.unknown("command", args.command, policy.commands)

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from config.policy import ConfigFile, Policy
+from config.policy import ConfigFile, Policy, Principal
 from tools.base import ErrorType, Tool, ToolResult
 
 
@@ -23,7 +23,7 @@ class ReadConfigArgs(BaseModel):
 
 
 def read_config_tool(policy: Policy) -> Tool:
-    def run(args: ReadConfigArgs) -> ToolResult:
+    def run(args: ReadConfigArgs, principal: Principal | None) -> ToolResult:
         entry = policy.config_files.get(args.name)
         if entry is None:
             return ToolResult.unknown("config file", args.name, policy.config_files)

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
+from config.policy_base import Principal
 from tools.base import ErrorType, Registry, Tool, ToolResult
 from tools.redact import redact
 
@@ -50,19 +51,19 @@ class Executor:
         self.retry = retry or RetryPolicy()
         self.max_parallel = max_parallel
 
-    def run_many(self, calls: list[ToolCall]) -> list[Outcome]:
+    def run_many(self, calls: list[ToolCall], principal: Principal | None = None) -> list[Outcome]:
         """Run calls concurrently (bounded); outcomes come back in the order of `calls`."""
         if len(calls) <= 1 or self.max_parallel == 1:
-            return [self.run_one(call) for call in calls]
+            return [self.run_one(call, principal) for call in calls]
         with ThreadPoolExecutor(max_workers=min(self.max_parallel, len(calls)), thread_name_prefix="tool") as pool:
-            return list(pool.map(self.run_one, calls))
+            return list(pool.map(lambda call: self.run_one(call, principal), calls))
 
-    def run_one(self, call: ToolCall) -> Outcome:
+    def run_one(self, call: ToolCall, principal: Principal | None = None) -> Outcome:
         started = time.monotonic()
-        result, attempts = self._result(call)
+        result, attempts = self._result(call, principal)
         return Outcome(call, redact_result(result), attempts, time.monotonic() - started)
 
-    def _result(self, call: ToolCall) -> tuple[ToolResult, int]:
+    def _result(self, call: ToolCall, principal: Principal | None) -> tuple[ToolResult, int]:
         tool = self.registry.get(call.name)
         if tool is None:
             return ToolResult.failure(
@@ -76,19 +77,19 @@ class Executor:
         attempts = 0
         while True:
             attempts += 1
-            result = self._invoke(tool, args)
+            result = self._invoke(tool, args, principal)
             transient = result.error is not None and result.error.retryable
             if not transient or attempts > self.retry.retries:
                 return result, attempts
             time.sleep(self.retry.backoff_s * 2 ** (attempts - 1) * random.uniform(0.8, 1.2))
 
-    def _invoke(self, tool: Tool, args: BaseModel) -> ToolResult:
+    def _invoke(self, tool: Tool, args: BaseModel, principal: Principal | None) -> ToolResult:
         """Call the tool on a daemon thread so a hung tool costs a thread, never the loop."""
         box: dict[str, Any] = {}
 
         def target() -> None:
             try:
-                box["value"] = tool.run(args)
+                box["value"] = tool.run(args, principal)
             except BaseException as exc:  # noqa: BLE001 - a tool must never take the loop down
                 box["error"] = exc
 

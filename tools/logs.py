@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from config.policy import Policy
+from config.policy import Policy, Principal
 from tools.base import ErrorType, Tool, ToolResult
 
 LEVELS = ("DEBUG", "INFO", "WARN", "ERROR")
@@ -30,7 +30,7 @@ class QueryLogsArgs(BaseModel):
 
 
 def query_logs_tool(policy: Policy) -> Tool:
-    def run(args: QueryLogsArgs) -> ToolResult:
+    def run(args: QueryLogsArgs, principal: Principal | None) -> ToolResult:
         service = policy.services.get(args.service)
         if service is None:
             return ToolResult.unknown("service", args.service, policy.services)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from config.policy import Policy
+from config.policy import Policy, Principal
 from tools.base import Tool, ToolResult
 
 
@@ -13,7 +13,7 @@ class NoArgs(BaseModel):
 
 
 def list_services_tool(policy: Policy) -> Tool:
-    def run(_: NoArgs) -> ToolResult:
+    def run(_: NoArgs, principal: Principal | None) -> ToolResult:
         return ToolResult.success(
             {
                 "services": {name: s.description for name, s in sorted(policy.services.items())},
