@@ -20,6 +20,7 @@ from bot.reply import Progress, Reply, Step
 from config.check import ConfigError, load_file_config
 from config.policy import Policy, Principal
 from config.settings import SAMPLE_CONFIG, Settings
+from tools.logs import log_files
 
 # The terminal's user is whoever runs the process: the OS account is the identity policy sees.
 TERMINAL_USER = Principal(platform="cli", user=getpass.getuser())
@@ -185,15 +186,14 @@ def check_config(ctx: click.Context, path: Path | None) -> None:
         click.secho(str(exc), fg="red", err=True)
         ctx.exit(1)
     missing = [
-        f"service {name}: log file {log} does not exist"
+        f"service {name}: {problem}"
         for name, service in config.policy.resolved(target.resolve().parent).services.items()
-        for log in service.logs
-        if not log.exists()
+        for problem in log_files(service.logs)[1]
     ]
     for warning in missing:
         click.secho(f"warning: {warning}", fg="yellow", err=True)
     policy = config.policy
     click.echo(
         f"{target}: ok – {len(policy.services)} service(s), {len(policy.commands)} command(s), "
-        f"{len(policy.config_files)} config file(s)"
+        f"{len(policy.config_files)} config root(s)"
     )

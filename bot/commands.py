@@ -24,14 +24,16 @@ from tools.logs import LEVELS
 
 USAGE = """Direct commands (no model needed):
   services                         what can be looked at: services, commands, config files
-  logs <service> [level] [text]    newest log lines; level is one of DEBUG, INFO, WARN, ERROR
-  run <command>                    run an allowlisted diagnostic command
-  config <name> [key.path]         read a config file, or one value of it
+  logs <service> [level] [text]    newest log lines; level is one of DEBUG, INFO, WARN, ERROR;
+                                   options: since=15m until=2h limit=20 regex=RE (ISO-8601 times too)
+  run <command> [name=value ...]   run an allowlisted diagnostic command with its parameters
+  config <root>[/path] [key.path]  a config root's files, one file, or one value of it
   reset                            forget this thread's conversation
   help                             this list
 Anything else is a question for the model."""
 
 NAMES = ("services", "logs", "run", "config", "reset", "help")
+LOG_OPTIONS = ("since", "until", "limit", "regex")
 
 
 @dataclass(frozen=True)
@@ -99,17 +101,36 @@ def _tool_call(policy: Policy, name: str, args: list[str]) -> ToolCall | NotACom
         rest = args[1:]
         if rest and rest[0].upper() in LEVELS:
             query["level"] = rest.pop(0).upper()
-        if rest:
-            query["contains"] = " ".join(rest)
+        # Only these names are options; any other word, "status=502" too, is text to search for.
+        # Values go to the tool unchecked, so a bad one gets the tool's own error and hint.
+        text: list[str] = []
+        for word in rest:
+            key, _, value = word.partition("=")
+            if key in LOG_OPTIONS and value:
+                query[key] = value
+            else:
+                text.append(word)
+        if text:
+            query["contains"] = " ".join(text)
         return ToolCall("direct", "query_logs", json.dumps(query))
     if name == "run":
-        if len(args) != 1 or args[0] not in policy.commands:
-            return NotACommand(_unknown("run <command>", "command", args, policy.commands))
-        return ToolCall("direct", "run_command", json.dumps({"command": args[0]}))
-    if len(args) not in (1, 2) or args[0] not in policy.config_files:
-        return NotACommand(_unknown("config <name> [key.path]", "config file", args, policy.config_files))
-    key = {"key": args[1]} if len(args) == 2 else {}
-    return ToolCall("direct", "read_config", json.dumps({"name": args[0], **key}))
+        usage = "run <command> [name=value ...]"
+        if not args or args[0] not in policy.commands:
+            return NotACommand(_unknown(usage, "command", args, policy.commands))
+        # Only name=value words, each name once: "run uptime now" stays a question.
+        pairs = [arg.partition("=") for arg in args[1:]]
+        if any(not key or not sep for key, sep, _ in pairs) or len({key for key, _, _ in pairs}) != len(pairs):
+            return NotACommand(f"Usage: {usage}; {args[0]}: {policy.commands[args[0]].summary()}.")
+        call: dict[str, object] = {"command": args[0]}
+        if pairs:
+            call["params"] = {key: value for key, _, value in pairs}
+        return ToolCall("direct", "run_command", json.dumps(call))
+    # A root name cannot contain "/", so `checkout/app.yaml` is unambiguously a root and a path in it.
+    root, _, path = args[0].partition("/") if args else ("", "", "")
+    if len(args) not in (1, 2) or root not in policy.config_files:
+        return NotACommand(_unknown("config <root>[/path] [key.path]", "config root", args, policy.config_files))
+    read = {"name": root, **({"path": path} if path else {}), **({"key": args[1]} if len(args) == 2 else {})}
+    return ToolCall("direct", "read_config", json.dumps(read))
 
 
 def _unknown(usage: str, kind: str, args: list[str], known: Iterable[str]) -> str:

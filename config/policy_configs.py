@@ -1,18 +1,97 @@
-"""Config files the model may read."""
+"""Config roots the model may read: a directory (optionally narrowed by globs) or a single file.
+
+Inside a root some names are never read, whatever the globs say: private keys, certificates
+and keystores, SSH identities, dotenv files. A root may exempt names from the built-in patterns
+(`allow: [".env"]`) or add patterns of its own (`never_read`).
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+from fnmatch import fnmatchcase
+from pathlib import Path, PurePosixPath
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from config.policy_base import Strict, absolute
+from config.policy_base import Access, Strict, absolute
+
+# Matched case-insensitively against every name on the way to a file: `.ssh/config` is refused
+# because of `.ssh`, `TLS.KEY` because of `*.key`.
+NEVER_READ: tuple[str, ...] = (
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "*.ppk",
+    "*.gpg",
+    "*.kdbx",
+    "id_*",
+    ".env",
+    ".env.*",
+    "*.env",
+    ".netrc",
+    ".pgpass",
+    ".htpasswd",
+    ".git-credentials",
+    ".ssh",
+    ".gnupg",
+)
 
 
-class ConfigFile(Strict):
+class ConfigRoot(Strict):
     description: str = ""
-    path: Path
+    path: Path = Field(description="a directory, or a single file")
+    include: tuple[str, ...] = Field(
+        default=(),
+        description="globs of the files a directory root shares (none: all); a glob without / matches "
+        "the file name at any depth, one with / the path relative to the root",
+    )
+    never_read: tuple[str, ...] = Field(default=(), description="more name patterns never read in this root")
+    allow: tuple[str, ...] = Field(
+        default=(), description="name patterns exempt from the built-in never-read patterns, e.g. .env"
+    )
+    follow_symlinks: bool = Field(
+        default=False,
+        description="follow symbolic links whose targets stay inside the root (e.g. Kubernetes ConfigMap "
+        "mounts); links out of the root are refused either way",
+    )
     max_bytes: int = Field(default=256_000, gt=0, le=10_000_000)
+    access: Access = Field(default_factory=Access)
 
-    def resolved(self, base: Path) -> ConfigFile:
+    @field_validator("include")
+    @classmethod
+    def _relative_globs(cls, globs: tuple[str, ...]) -> tuple[str, ...]:
+        for glob in globs:
+            if not glob or glob.startswith("/") or ".." in PurePosixPath(glob).parts or "\x00" in glob:
+                raise ValueError(f"include glob {glob!r} must be relative to the root, without '..'")
+        return globs
+
+    @field_validator("never_read", "allow")
+    @classmethod
+    def _name_patterns(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in patterns:
+            if not pattern or "/" in pattern:
+                raise ValueError(f"pattern {pattern!r} must match one name, without '/'")
+        return patterns
+
+    def refusing(self, name: str) -> str | None:
+        """The never-read pattern `name` matches, if any."""
+        lowered = name.lower()
+        exempt = any(fnmatchcase(lowered, p.lower()) for p in self.allow)
+        in_force = (() if exempt else NEVER_READ) + self.never_read
+        return next((p for p in in_force if fnmatchcase(lowered, p.lower())), None)
+
+    def includes(self, relative: str) -> bool:
+        """Whether a directory root shares the file at `relative` (a path below the root, with /)."""
+        if not self.include:
+            return True
+        name = relative.rsplit("/", 1)[-1]
+        return any(fnmatchcase(relative if "/" in g else name, g) for g in self.include)
+
+    def resolved(self, base: Path) -> ConfigRoot:
         return self.model_copy(update={"path": absolute(self.path, base)})
+
+
+# Every root was a single file once; the policy and callers still know this name.
+ConfigFile = ConfigRoot

@@ -137,7 +137,7 @@ def test_check_config_on_the_sample_says_ok(tmp_path: Path) -> None:
 
     assert done.returncode == 0, done.stderr
     assert f"{SAMPLE_CONFIG}: ok" in done.stdout
-    assert "3 service(s), 3 command(s), 2 config file(s)" in done.stdout
+    assert "3 service(s), 5 command(s), 2 config root(s)" in done.stdout
     assert "warning" not in done.stderr
 
 

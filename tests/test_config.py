@@ -182,7 +182,7 @@ def test_settings_load_raises_config_error_for_a_bad_file(tmp_path: Path) -> Non
 def test_the_bundled_sample_validates() -> None:
     config = load_file_config(SAMPLE_CONFIG)
     assert set(config.policy.services) == {"checkout", "payments", "auth"}
-    assert set(config.policy.commands) == {"uptime", "disk-usage", "memory"}
+    assert set(config.policy.commands) == {"uptime", "disk-usage", "memory", "mount-usage", "restart"}
     assert set(config.policy.config_files) == {"checkout", "payments"}
 
 

@@ -131,6 +131,10 @@ class Tool:
     description: str
     args_model: type[BaseModel]
     run: ToolFunction
+    # A tool that enforces its own deadline (a subprocess killed on timeout) says how long the
+    # executor should wait for it; otherwise the executor's timeout applies, and it would retry
+    # a call whose first attempt is still running.
+    timeout_s: float | None = None
 
     def schema(self) -> dict[str, Any]:
         """The chat-completions `tools=` entry, generated from the argument model."""

@@ -1,94 +1,264 @@
-"""run_command: one of the operator's fixed diagnostic commands, by name, without a shell.
+"""run_command: one of the operator's declared commands, by name, with typed parameters.
 
-The model names a command; it never sends a command line. The process gets no stdin, a minimal
-environment with pagers disabled, its own process group (killed whole on timeout) and an
-output cap.
+The model picks a command and gives parameter values; it never sends a command line. Each value is
+checked against its parameter (config/policy_commands.py has the template rules) and becomes
+exactly one argv element; the argv runs through tools/runner.py (no shell, no stdin, minimal
+environment, process group killed whole, output capped).
+
+Order of checks, each answered with a result the model can act on: unknown command (`not_found`,
+listing the commands), who is asking (`denied`, naming what is missing), unknown, missing or
+refused parameters (`invalid_args`, saying what each parameter accepts), a missing executable
+(`unavailable`). A `risk: write` command is then not run: the result is `needs_approval` with an
+`ApprovalRequest` in `data`, and only `run_approved`, called by a front end once a person has
+approved, runs it. `run_approved` is not a tool, so the model cannot approve its own requests.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import subprocess
+import shlex
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from config.policy import Command, Policy, Principal
+from config.policy import Access, Command, Policy, Principal
 from tools.base import ErrorType, Tool, ToolResult
+from tools.runner import Sandbox, as_tool_result, run, which
 
-MINIMAL_ENV = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "LANG": "C.UTF-8",
-    "PAGER": "cat",
-    "GIT_PAGER": "cat",
-    "SYSTEMD_PAGER": "cat",
-}
+ParamValue = StrictStr | StrictInt
 
 
 class RunCommandArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     command: str = Field(description="command name, as listed by list_services")
+    params: dict[str, ParamValue] = Field(
+        default_factory=dict, description="values for the command's parameters, by name, as listed by list_services"
+    )
 
 
-def run_command_tool(policy: Policy) -> Tool:
-    # Executables are resolved once, at load time, so PATH changes later cannot swap them.
-    resolved = {name: shutil.which(spec.argv[0]) for name, spec in policy.commands.items()}
+class ApprovalRequest(BaseModel):
+    """A write command someone asked for, exactly as it would run: what a person approves."""
 
-    def run(args: RunCommandArgs, principal: Principal | None) -> ToolResult:
-        spec = policy.commands.get(args.command)
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    command: str
+    description: str
+    params: dict[str, str] = Field(description="every parameter's value as checked, defaults included")
+    argv: tuple[str, ...] = Field(description="the resolved argv that will run, executable first")
+    requested_by: Principal | None
+    created_at: datetime
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A command whose parameters passed every check: what would run, and how."""
+
+    name: str
+    spec: Command
+    params: dict[str, str]
+    argv: tuple[str, ...]
+
+    def sandbox(self) -> Sandbox:
+        limits = self.spec.limits
+        return Sandbox(
+            timeout_s=self.spec.timeout_s,
+            max_output_bytes=self.spec.max_output_bytes,
+            env=self.spec.env,
+            cpu_s=limits.cpu_s if limits else None,
+            memory_bytes=int(limits.memory_bytes) if limits and limits.memory_bytes else None,
+            run_as=self.spec.run_as,
+        )
+
+    def execute(self) -> ToolResult:
+        return as_tool_result(run(self.argv, self.sandbox()), extra={"command": self.name, "argv": list(self.argv)})
+
+    def approval_request(self, principal: Principal | None, now: datetime | None = None) -> ApprovalRequest:
+        created = now or datetime.now(UTC)
+        return ApprovalRequest(
+            command=self.name,
+            description=self.spec.description,
+            params=self.params,
+            argv=self.argv,
+            requested_by=principal,
+            created_at=created,
+            expires_at=created + timedelta(seconds=self.spec.approval_ttl_s),
+        )
+
+
+class CommandBook:
+    """The policy's commands with their executables resolved, once, when the book is made: a
+    later change of PATH or of the working directory cannot swap a binary in."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.commands = policy.commands
+        self.executables = {name: which(spec.argv[0]) for name, spec in policy.commands.items()}
+
+    def prepare(self, name: str, params: Mapping[str, object], principal: Principal | None) -> Prepared | ToolResult:
+        spec = self.commands.get(name)
         if spec is None:
-            return ToolResult.unknown("command", args.command, policy.commands)
-        executable = resolved[args.command]
+            return ToolResult.unknown("command", name, self.commands)
+        if not spec.access.allows(principal):
+            return _denied(f"run {name!r}", spec.access, principal)
+        checked = check_params(name, spec, params)
+        if isinstance(checked, ToolResult):
+            return checked
+        executable = self.executables[name]
         if executable is None:
             return ToolResult.failure(
                 ErrorType.unavailable,
-                f"{spec.argv[0]!r} is not installed on the opsbot host",
+                f"{spec.argv[0]!r}, the program of command {name!r}, is not installed on the opsbot host",
                 hint="tell the user; another command may show the same thing",
             )
-        return execute([executable, *spec.argv[1:]], spec)
+        return Prepared(name, spec, checked, render_argv(spec, executable, checked))
+
+
+# Killing a process group and reaping it takes a moment after the command's own timeout.
+_REAP_GRACE_S = 5.0
+
+
+def run_command_tool(policy: Policy) -> Tool:
+    book = CommandBook(policy)
+
+    def run_one(args: RunCommandArgs, principal: Principal | None) -> ToolResult:
+        prepared = book.prepare(args.command, args.params, principal)
+        if isinstance(prepared, ToolResult):
+            return prepared
+        if prepared.spec.risk == "write":
+            return _needs_approval(prepared, principal)
+        return prepared.execute()
 
     return Tool(
         name="run_command",
-        description="Run one allowlisted diagnostic command by name and return its exit code and output.",
+        description=(
+            "Run one allowlisted diagnostic command by name, with values for its parameters, and return "
+            "its exit code and output. list_services shows the commands and what each parameter accepts."
+        ),
         args_model=RunCommandArgs,
-        run=run,  # type: ignore[arg-type]
+        run=run_one,  # type: ignore[arg-type]
+        timeout_s=max((spec.timeout_s for spec in policy.commands.values()), default=0) + _REAP_GRACE_S,
     )
 
 
-def execute(argv: list[str], spec: Command) -> ToolResult:
-    process = subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env=MINIMAL_ENV,
-        start_new_session=True,
-        close_fds=True,
+def run_approved(
+    policy: Policy, request: ApprovalRequest, approver: Principal, now: datetime | None = None
+) -> ToolResult:
+    """Run a write command a person approved: everything is checked again against `policy` as it
+    is now, and exactly the approved argv runs, or nothing does. Single use is the caller's part:
+    claim the request id atomically before calling this."""
+    moment = now or datetime.now(UTC)
+    prepared = CommandBook(policy).prepare(request.command, request.params, request.requested_by)
+    if isinstance(prepared, ToolResult):
+        return prepared
+    refusal = _approval_refusal(prepared, request, approver, moment)
+    if refusal is not None:
+        return refusal
+    return prepared.execute()
+
+
+def check_params(name: str, spec: Command, given: Mapping[str, object]) -> dict[str, str] | ToolResult:
+    """Every parameter's value as the argv element it becomes, or `invalid_args` naming every problem."""
+    problems = [f"unknown parameter {key!r}" for key in given if key not in spec.params]
+    values: dict[str, str] = {}
+    for key, param in spec.params.items():
+        value = given.get(key, param.default)
+        if value is None:
+            problems.append(f"missing parameter {key!r}")
+            continue
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            problems.append(f"parameter {key!r} must be a string or an integer")
+            continue
+        try:
+            values[key] = param.check(value)
+        except ValueError as exc:
+            problems.append(f"parameter {key!r} {exc}")
+    if problems:
+        message = f"command {name!r}: {'; '.join(problems)}"
+        return ToolResult.failure(ErrorType.invalid_args, message, hint=_expected(spec))
+    return values
+
+
+def render_argv(spec: Command, executable: str, values: Mapping[str, str]) -> tuple[str, ...]:
+    """The template with each slot replaced by its value, as one element, and the resolved executable."""
+    argv = [executable, *spec.argv[1:]]
+    for slot in spec.slots():
+        argv[slot.position] = slot.prefix + values[slot.name]
+    return tuple(argv)
+
+
+def _expected(spec: Command) -> str:
+    if not spec.params:
+        return "this command takes no parameters; call it with the command name alone"
+    listed = "; ".join(f"{name}: {param.expects()}" for name, param in spec.params.items())
+    return f"parameters: {listed}"
+
+
+def _needs_approval(prepared: Prepared, principal: Principal | None) -> ToolResult:
+    request = prepared.approval_request(principal)
+    return ToolResult.failure(
+        ErrorType.needs_approval,
+        f"{prepared.name!r} changes things, so it does not run until a person approves it: {shlex.join(request.argv)}",
+        hint="tell the user it is waiting for approval (request " + request.id + "); do not call it again",
+        data=request,
     )
-    try:
-        output, _ = process.communicate(timeout=spec.timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
+
+
+def _approval_refusal(
+    prepared: Prepared, request: ApprovalRequest, approver: Principal, now: datetime
+) -> ToolResult | None:
+    spec = prepared.spec
+    if prepared.argv != request.argv:
         return ToolResult.failure(
-            ErrorType.timeout,
-            f"{argv[0]} did not finish within {spec.timeout_s:g}s and was killed",
-            hint="the host may be overloaded; try another command or later",
+            ErrorType.denied,
+            f"the approved argv differs from what {request.command!r} runs with these parameters now; nothing was run",
+            hint="ask for the command again and approve the new request",
         )
-    text = output[: spec.max_output_bytes].decode("utf-8", errors="replace")
-    result = {"exit_code": process.returncode, "output": text}
-    if len(output) > spec.max_output_bytes:
-        result["note"] = f"output cut at {spec.max_output_bytes:,} of {len(output):,} bytes"
-    return ToolResult.success(result)
+    expires = min(request.expires_at, request.created_at + timedelta(seconds=spec.approval_ttl_s))
+    if now >= expires:
+        return ToolResult.failure(
+            ErrorType.denied, f"the approval request expired at {expires.isoformat()}", hint="ask for it again"
+        )
+    if not spec.self_approval and _same_person(approver, request.requested_by):
+        return ToolResult.failure(
+            ErrorType.denied,
+            "a request cannot be approved by the person who asked for it",
+            hint="ask another allowed approver",
+        )
+    approvers = spec.approvers if spec.approvers is not None else spec.access
+    if not approvers.allows(approver):
+        return _denied(f"approve {request.command!r}", approvers, approver)
+    return None
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    # A process that escaped into its own session may still hold the pipe: do not wait for it.
-    if process.stdout is not None:
-        process.stdout.close()
-    process.wait(timeout=5)
+def _same_person(one: Principal, other: Principal | None) -> bool:
+    return other is not None and (one.platform, one.team, one.user) == (other.platform, other.team, other.user)
+
+
+def _denied(action: str, access: Access, principal: Principal | None) -> ToolResult:
+    return ToolResult.failure(
+        ErrorType.denied,
+        f"you may not {action}: {'; '.join(_missing(access, principal))}",
+        hint="tell the user who may do it; do not try other ways to run it",
+    )
+
+
+def _missing(access: Access, principal: Principal | None) -> list[str]:
+    """What the principal lacks, one phrase per kind of rule."""
+    if principal is None:
+        return ["it needs a known user, and nobody in particular is asking"]
+    missing: list[str] = []
+    if access.users and principal.user not in access.users:
+        missing.append(f"user {principal.user} is not one of {_ids(access.users)}")
+    if access.groups and not principal.groups & access.groups:
+        missing.append(f"it needs membership of a group among {_ids(access.groups)}")
+    if access.channels and principal.channel not in access.channels:
+        missing.append(f"it must be asked in a channel among {_ids(access.channels)}")
+    return missing
+
+
+def _ids(values: frozenset[str]) -> str:
+    return ", ".join(sorted(values))

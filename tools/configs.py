@@ -1,83 +1,699 @@
-"""read_config: one of the operator's declared config files, whole or one key of it."""
+"""read_config: a file of one of the operator's config roots, whole or one key of it, or a listing.
+
+Confinement does not rest on path strings. The walk starts from a descriptor of the root and
+opens one name at a time beneath the descriptor of the directory before it, never following a
+symbolic link (`O_NOFOLLOW`, `dir_fd`), so a link or a directory swapped in between a check and
+an open is refused rather than followed: there is no separate check to race. `..` is refused in
+the request in every spelling; with `follow_symlinks` a link's target is walked the same way, one
+name at a time, and its `..` may climb back only as far as the root. The file finally opened must
+be a regular file (no FIFO, device or socket is ever opened for reading), is opened non-blocking
+and is read up to the root's byte cap.
+"""
 
 from __future__ import annotations
 
+import configparser
+import datetime
+import difflib
 import errno
 import json
+import math
 import os
+import re
 import stat
+import tomllib
+import unicodedata
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from config.policy import ConfigFile, Policy, Principal
+from config.policy import Policy, Principal
+from config.policy_configs import ConfigRoot
+from tools import redact
 from tools.base import ErrorType, Tool, ToolResult
+
+MAX_PATH_CHARS = 1024
+MAX_LINK_HOPS = 40  # as the kernel's own limit: a loop of links ends, it does not spin
+LIST_FILES = 200
+LIST_VISITS = 5_000
+LIST_DEPTH = 8
+NEARBY = 20
+MAX_NODES = 100_000  # a YAML alias bomb expands to more than this long before it fills memory
+MAX_NESTING = 100
+MAX_KEY_TRIES = 1_000
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+# The root's own path is the operator's word and may itself be a link; non-blocking so that a
+# FIFO declared as a root cannot hang the open.
+_ROOT = os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_CLOEXEC
+
+_EXTENSIONS = {
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".json": "json",
+    ".toml": "toml",
+    ".ini": "ini",
+    ".cfg": "ini",
+    ".env": "env",
+    ".properties": "properties",
+}
 
 
 class ReadConfigArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(description="config file name, as listed by list_services")
-    key: str | None = Field(default=None, max_length=200, description="dotted key path, e.g. db.primary.host")
+    name: str = Field(description="config root, as listed by list_services")
+    path: str | None = Field(
+        default=None,
+        description="file relative to the root, e.g. app/settings.yaml; leave out for a single-file root. "
+        "A directory (or a directory root without path) lists the files that can be read",
+    )
+    key: str | None = Field(
+        default=None, max_length=200, description="dotted key path, e.g. db.primary.host; list items by index"
+    )
+
+
+_PATH_HINT = "give a path relative to the root, as read_config without path lists them"
+_LIST_HINT = "read_config without path lists the files that can be read"
+_SECRET_HINT = "it is never shown; ask someone with access to the host for the value you need"
+
+
+class _Refused(Exception):
+    """The request would leave the root or read what is never read; the texts are for the model."""
+
+    def __init__(self, message: str, hint: str = _LIST_HINT) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+class _Missing(Exception):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
 
 
 def read_config_tool(policy: Policy) -> Tool:
     def run(args: ReadConfigArgs, principal: Principal | None) -> ToolResult:
-        entry = policy.config_files.get(args.name)
-        if entry is None:
-            return ToolResult.unknown("config file", args.name, policy.config_files)
-        text = _read(entry)
-        if isinstance(text, ToolResult):
-            return text
-        if args.key is None:
-            return ToolResult.success({"name": args.name, "content": text})
-        return _lookup(args.name, text, args.key)
+        root = policy.config_files.get(args.name)
+        if root is None:
+            return ToolResult.unknown("config root", args.name, policy.config_files)
+        if not root.access.allows(principal):
+            return ToolResult.failure(
+                ErrorType.denied, f"you may not read config root {args.name!r}", hint="ask someone who may"
+            )
+        return _read_root(args, root)
 
     return Tool(
         name="read_config",
-        description="Read a declared config file, or one value of it by dotted key path.",
+        description="Read a file of a declared config root (YAML, JSON, TOML, INI, .env, .properties), or one "
+        "value of it by dotted key path. A directory root without path lists the files you may read.",
         args_model=ReadConfigArgs,
         run=run,  # type: ignore[arg-type]
     )
 
 
-def _read(entry: ConfigFile) -> str | ToolResult:
+# ---------------------------------------------------------------- the request
+
+
+def _read_root(args: ReadConfigArgs, root: ConfigRoot) -> ToolResult:
     try:
-        # O_NOFOLLOW and O_NONBLOCK: a swapped-in symlink or FIFO is refused, not followed or waited on.
-        fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        requested = _parts(args.path or "")
+        with _opened_root(root) as (start, file_name):
+            if file_name is not None:
+                return _read_file_root(args, root, start, file_name, requested)
+            return _read_in_directory(args, root, start, requested)
+    except _Refused as exc:
+        return ToolResult.failure(ErrorType.denied, str(exc), hint=exc.hint)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return ToolResult.failure(
-                ErrorType.denied, f"{entry.path.name} is a symbolic link; opsbot does not follow links"
-            )
-        return ToolResult.failure(ErrorType.unavailable, f"cannot open {entry.path.name}: {exc.strerror}")
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return ToolResult.failure(ErrorType.denied, f"{entry.path.name} is not a regular file")
-        data = handle.read(entry.max_bytes + 1)
-    text = data[: entry.max_bytes].decode("utf-8", errors="replace")
-    if len(data) > entry.max_bytes:
-        text += f"\n[... cut at {entry.max_bytes:,} bytes ...]"
-    return text
+        return _os_failure(args.name, exc)
 
 
-def _lookup(name: str, text: str, key: str) -> ToolResult:
+def _parts(path: str) -> list[str]:
+    """The names of a requested relative path, refusing anything that could mean leaving the root."""
+    if len(path) > MAX_PATH_CHARS:
+        raise _Refused(f"the path is longer than {MAX_PATH_CHARS} characters", _PATH_HINT)
+    if any(ord(c) < 32 or ord(c) == 127 for c in path):
+        raise _Refused("the path contains control characters (NUL, newline, ...)", _PATH_HINT)
+    if "\\" in path:
+        raise _Refused("backslashes are not path separators here; use /", _PATH_HINT)
+    # Decoded and compatibility-folded spellings are checked too, so %2e%2e, fullwidth dots
+    # (U+FF0E) and the one-dot leader (U+2024) are refused for what they stand for, not opened as names.
+    for spelling in _spellings(path):
+        if spelling.startswith(("/", "~")) or "\\" in spelling:
+            raise _Refused("absolute and home paths are not accepted; give a path relative to the root", _PATH_HINT)
+        if ".." in spelling.split("/"):
+            raise _Refused("'..' is not allowed in a path", _PATH_HINT)
+    return [part for part in path.split("/") if part not in ("", ".")]
+
+
+def _spellings(path: str) -> set[str]:
+    decoded = unquote(unquote(path))
+    return {path, decoded, unicodedata.normalize("NFKC", path), unicodedata.normalize("NFKC", decoded)}
+
+
+@contextmanager
+def _opened_root(root: ConfigRoot) -> Iterator[tuple[int, str | None]]:
+    """A descriptor of the directory walks start from, and a single-file root's file name in it."""
     try:
-        document: Any = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        return ToolResult.failure(ErrorType.failed, f"{name} could not be parsed: {exc}", hint="read it whole")
-    node = document
-    for part in key.split("."):
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            keys = sorted(map(str, node)) if isinstance(node, dict) else []
+        fd, file_name = os.open(root.path, _ROOT), None
+    except NotADirectoryError:
+        fd, file_name = os.open(root.path.parent, _ROOT), root.path.name
+    try:
+        yield fd, file_name
+    finally:
+        os.close(fd)
+
+
+def _read_file_root(args: ReadConfigArgs, root: ConfigRoot, start: int, name: str, requested: list[str]) -> ToolResult:
+    if requested and requested != [name]:
+        return ToolResult.failure(
+            ErrorType.not_found,
+            f"config root {args.name!r} is the single file {name!r}",
+            hint="leave path out to read it",
+        )
+    with _walk(start) as here:
+        try:
+            found = _resolve(root, here, [name])
+            if found is None or not stat.S_ISREG(found[1].st_mode):
+                raise _Refused(f"{name!r} is not a regular file")
+            return _read_file(args, root, here, found, name)
+        except _Missing:
             return ToolResult.failure(
-                ErrorType.not_found,
-                f"{name} has no key {key!r} (stopped at {part!r})",
-                hint=f"keys at that level: {', '.join(keys) or 'none'}",
+                ErrorType.unavailable,
+                f"the file of config root {args.name!r} does not exist",
+                hint="the operator's path for it does not exist on this host (opsbot check-config)",
             )
-    return ToolResult.success({"name": name, "key": key, "value": node})
+
+
+def _read_in_directory(args: ReadConfigArgs, root: ConfigRoot, start: int, requested: list[str]) -> ToolResult:
+    shown = "/".join(requested) or "."
+    with _walk(start) as here:
+        try:
+            found = _resolve(root, here, requested)
+            if found is None or stat.S_ISDIR(found[1].st_mode):
+                if found is not None:
+                    here.enter(found[0])
+                return ToolResult.success(_listing(args.name, root, start, here))
+            if stat.S_ISREG(found[1].st_mode) and not root.includes(shown):
+                raise _Missing(found[0])
+            return _read_file(args, root, here, found, shown)
+        except _Missing as missing:
+            return _not_found(args.name, root, here, shown, missing.name)
+
+
+# ---------------------------------------------------------------- the walk
+
+
+@dataclass
+class _Here:
+    """Where a walk stands: the open directories from the start down, and their names."""
+
+    fds: list[int]
+    names: list[str] = field(default_factory=list)
+
+    def enter(self, name: str) -> None:
+        self.fds.append(self.open(name, _DIR))
+        self.names.append(name)
+
+    def open(self, name: str, flags: int) -> int:
+        """`name` in the current directory; a link, a vanished or a swapped entry is never followed."""
+        try:
+            return os.open(name, flags, dir_fd=self.fds[-1])
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENOENT, errno.ENOTDIR):
+                raise
+            # O_DIRECTORY|O_NOFOLLOW on a link says ENOTDIR: look again to tell the model the truth.
+            if exc.errno == errno.ELOOP or self._is_link(name):
+                raise _Refused(f"{name!r} is a symbolic link; opsbot does not follow links in this root") from exc
+            raise _Missing(name) from exc
+
+    def _is_link(self, name: str) -> bool:
+        try:
+            return stat.S_ISLNK(os.stat(name, dir_fd=self.fds[-1], follow_symlinks=False).st_mode)
+        except OSError:
+            return False
+
+    def leave(self) -> None:
+        if len(self.fds) == 1:
+            raise _Refused("a symbolic link points outside the root")
+        os.close(self.fds.pop())
+        self.names.pop()
+
+
+@contextmanager
+def _walk(start: int) -> Iterator[_Here]:
+    here = _Here([start])
+    try:
+        yield here
+    finally:
+        for fd in here.fds[1:]:
+            os.close(fd)
+
+
+def _resolve(root: ConfigRoot, here: _Here, parts: list[str]) -> tuple[str, os.stat_result] | None:
+    """Walk `parts` down from where `here` stands; the last entry (a name in `here`) and its own
+    status, not its target's. None when the parts name the starting directory itself."""
+    pending = deque(parts)
+    hops = 0
+    while pending:
+        part = pending.popleft()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            here.leave()
+            continue
+        _refuse_never_read(root, part)
+        status = _lstat(here, part)
+        if stat.S_ISLNK(status.st_mode):
+            hops = _follow(root, here, part, pending, hops)
+        elif not pending:
+            return part, status
+        elif stat.S_ISDIR(status.st_mode):
+            here.enter(part)
+        else:
+            raise _Missing(part)
+    return None
+
+
+def _lstat(here: _Here, name: str) -> os.stat_result:
+    try:
+        return os.stat(name, dir_fd=here.fds[-1], follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise _Missing(name) from exc
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise _Missing(name[:40] + "...") from exc
+        raise
+
+
+def _follow(root: ConfigRoot, here: _Here, name: str, pending: deque[str], hops: int) -> int:
+    if not root.follow_symlinks:
+        raise _Refused(f"{name!r} is a symbolic link; opsbot does not follow links in this root")
+    if hops >= MAX_LINK_HOPS:
+        raise _Refused(f"{name!r}: too many levels of symbolic links")
+    target = os.readlink(name, dir_fd=here.fds[-1])
+    if target.startswith("/"):
+        # Where it points is not said: that would tell the model about paths outside the root.
+        raise _Refused(f"{name!r} is a symbolic link out of the root")
+    pending.extendleft(reversed(target.split("/")))
+    return hops + 1
+
+
+def _refuse_never_read(root: ConfigRoot, name: str) -> None:
+    pattern = root.refusing(name)
+    if pattern is not None:
+        raise _Refused(f"{name!r} is never read: it matches {pattern!r} (keys, certificates, secrets)", _SECRET_HINT)
+
+
+# ---------------------------------------------------------------- reading a file
+
+
+def _read_file(
+    args: ReadConfigArgs, root: ConfigRoot, here: _Here, found: tuple[str, os.stat_result], shown: str
+) -> ToolResult:
+    data, cut = _read_bytes(_open_regular(here, *found), root.max_bytes)
+    if b"\x00" in data[:8192]:
+        return ToolResult.failure(ErrorType.failed, f"{shown!r} is not a text file", hint="read a text config file")
+    text = data.decode("utf-8", errors="replace")
+    where = {"name": args.name, **({"path": shown} if args.path else {})}
+    if args.key is None:
+        note = f"cut at {root.max_bytes:,} bytes: the file is larger than the root's max_bytes" if cut else None
+        return ToolResult(
+            ok=True, data={**where, "format": _format_of(found[0], text), "content": text}, truncated=note
+        )
+    if cut:
+        return ToolResult.failure(
+            ErrorType.failed,
+            f"{shown!r} is larger than {root.max_bytes:,} bytes; a key cannot be looked up in part of it",
+            hint="read it without key to see its beginning",
+        )
+    return _lookup(where, found[0], text, args.key)
+
+
+def _open_regular(here: _Here, name: str, seen: os.stat_result) -> int:
+    if not stat.S_ISREG(seen.st_mode):
+        raise _Refused(f"{name!r} is not a regular file")
+    fd = here.open(name, _FILE)
+    now = os.fstat(fd)
+    if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (seen.st_dev, seen.st_ino):
+        os.close(fd)
+        raise _Refused(f"{name!r} changed while it was being opened")
+    return fd
+
+
+def _read_bytes(fd: int, limit: int) -> tuple[bytes, bool]:
+    """Up to `limit` bytes, and whether there was more. Closes `fd`."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while size <= limit:
+            chunk = os.read(fd, min(65_536, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    return data[:limit], len(data) > limit
+
+
+def _os_failure(name: str, exc: OSError) -> ToolResult:
+    # The OS's message carries no path (strerror only): the root's place on disk stays unsaid.
+    if exc.errno == errno.ELOOP:
+        return ToolResult.failure(ErrorType.denied, "that file is a symbolic link; opsbot does not follow links")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return ToolResult.failure(ErrorType.denied, f"the filesystem does not let opsbot read that ({exc.strerror})")
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return ToolResult.failure(
+            ErrorType.unavailable,
+            f"config root {name!r} is not there ({exc.strerror})",
+            hint="the operator's path for it does not exist on this host (opsbot check-config)",
+        )
+    return ToolResult.failure(
+        ErrorType.unavailable, f"config root {name!r} could not be read ({exc.strerror})", retryable=True
+    )
+
+
+# ---------------------------------------------------------------- listing
+
+
+@dataclass
+class _Listing:
+    files: list[str] = field(default_factory=list)
+    withheld: dict[str, str] = field(default_factory=dict)
+    visits: int = 0
+    more: bool = False
+
+
+def _listing(name: str, root: ConfigRoot, start: int, here: _Here) -> dict[str, Any]:
+    found = _Listing()
+    _list_dir(root, start, here.fds[-1], here.names, found, depth=0)
+    data: dict[str, Any] = {"name": name, "path": "/".join(here.names) or ".", "files": found.files}
+    if found.withheld:
+        data["withheld"] = found.withheld
+    if found.more:
+        data["more"] = f"stopped after {LIST_FILES} files; list a subdirectory with path"
+    return data
+
+
+def _list_dir(root: ConfigRoot, start: int, fd: int, prefix: list[str], found: _Listing, depth: int) -> None:
+    with os.scandir(fd) as entries:
+        ordered = sorted(entries, key=lambda e: e.name)
+    for entry in ordered:
+        found.visits += 1
+        if len(found.files) >= LIST_FILES or found.visits > LIST_VISITS:
+            found.more = True
+            return
+        relative = "/".join([*prefix, entry.name])
+        if entry.is_dir(follow_symlinks=False):
+            _list_subdir(root, start, fd, entry.name, prefix, found, depth)
+        elif root.includes(relative):
+            _list_file(root, start, entry, relative, found)
+
+
+def _list_subdir(
+    root: ConfigRoot, start: int, fd: int, name: str, prefix: list[str], found: _Listing, depth: int
+) -> None:
+    # Hidden directories (.git, a ConfigMap's ..data) are walked only when asked for by path.
+    if name.startswith(".") or depth >= LIST_DEPTH or root.refusing(name) is not None:
+        return
+    try:
+        sub = os.open(name, _DIR, dir_fd=fd)
+    except OSError:  # gone or swapped for a link since it was listed: nothing to show
+        return
+    try:
+        _list_dir(root, start, sub, [*prefix, name], found, depth + 1)
+    finally:
+        os.close(sub)
+
+
+def _list_file(root: ConfigRoot, start: int, entry: os.DirEntry[str], relative: str, found: _Listing) -> None:
+    reason = _unreadable(root, start, entry, relative)
+    if reason is None:
+        found.files.append(relative)
+    elif reason != _A_DIRECTORY:
+        found.withheld[relative] = reason
+
+
+# A link to a directory (a ConfigMap's ..data) is neither a file nor withheld: listings show files.
+_A_DIRECTORY = "directory"
+
+
+def _unreadable(root: ConfigRoot, start: int, entry: os.DirEntry[str], relative: str) -> str | None:
+    pattern = root.refusing(entry.name)
+    if pattern is not None:
+        return f"never read (matches {pattern!r})"
+    if entry.is_symlink():
+        return _link_verdict(root, start, relative)
+    if not entry.is_file(follow_symlinks=False):
+        return "not a regular file"
+    return None
+
+
+def _link_verdict(root: ConfigRoot, start: int, relative: str) -> str | None:
+    if not root.follow_symlinks:
+        return "symbolic link (not followed)"
+    with _walk(start) as here:
+        try:
+            found = _resolve(root, here, relative.split("/"))
+        except (_Refused, _Missing, OSError):
+            return "symbolic link that cannot be followed"
+    if found is None or stat.S_ISDIR(found[1].st_mode):
+        return _A_DIRECTORY
+    if not stat.S_ISREG(found[1].st_mode):
+        return "symbolic link to something other than a file"
+    return None
+
+
+def _quoted(text: str) -> str:
+    """A requested path for a message: the model's own words, but not thousands of them."""
+    return repr(text if len(text) <= 120 else text[:100] + "...")
+
+
+def _not_found(name: str, root: ConfigRoot, here: _Here, shown: str, missing: str) -> ToolResult:
+    found = _Listing()
+    _list_dir(root, here.fds[0], here.fds[-1], here.names, found, depth=LIST_DEPTH - 1)
+    ranked = difflib.get_close_matches(missing, found.files, n=NEARBY, cutoff=0.0)
+    nearby = ranked or found.files[:NEARBY]
+    return ToolResult.failure(
+        ErrorType.not_found,
+        f"config root {name!r} has no readable file {_quoted(shown)}",
+        hint=f"readable files near it: {', '.join(nearby) or 'none'}",
+    )
+
+
+# ---------------------------------------------------------------- formats and keys
+
+
+class _Unparsable(Exception):
+    pass
+
+
+def _format_of(name: str, text: str) -> str:
+    try:
+        return _document(name, text)[0]
+    except _Unparsable:
+        return _known_format(name) or "text"
+
+
+def _known_format(name: str) -> str | None:
+    lowered = name.lower()
+    if lowered == ".env" or lowered.startswith(".env."):
+        return "env"
+    return _EXTENSIONS.get(os.path.splitext(lowered)[1])
+
+
+def _document(name: str, text: str) -> tuple[str, Any]:
+    """The parsed file: by its extension when it has a known one, else the first format that
+    yields a mapping (JSON, TOML, YAML, INI, in that order)."""
+    known = _known_format(name)
+    if known is not None:
+        return known, _parse(known, text)
+    for candidate in ("json", "toml", "yaml", "ini"):
+        try:
+            return candidate, _parse(candidate, text)
+        except _Unparsable:
+            continue
+    raise _Unparsable("not YAML, JSON, TOML, INI, .env or .properties (by its name or its content)")
+
+
+def _parse(kind: str, text: str) -> Any:
+    try:
+        document = _PARSERS[kind](text)
+    except RecursionError as exc:
+        raise _Unparsable("nested too deeply") from exc
+    except (ValueError, yaml.YAMLError, configparser.Error) as exc:
+        raise _Unparsable(str(exc)[:300]) from exc
+    if kind in ("yaml", "json") and not isinstance(document, dict | list):
+        raise _Unparsable(f"the {kind} document is a single value, not a mapping")
+    return _plain(document, [MAX_NODES], 0)
+
+
+def _yaml(text: str) -> Any:
+    documents = list(yaml.safe_load_all(text))
+    return documents[0] if len(documents) == 1 else documents
+
+
+def _ini(text: str) -> dict[str, Any]:
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys keep their case
+    parser.read_string(text)
+    sections: dict[str, Any] = {name: dict(parser.items(name, raw=True)) for name in parser.sections()}
+    if parser.defaults():
+        sections[parser.default_section] = dict(parser.defaults())
+    return sections
+
+
+def _env(text: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        key, sep, value = stripped.removeprefix("export ").partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"line {number} is not KEY=value")
+        values[key.strip()] = _unquoted(value.strip())
+    return values
+
+
+def _unquoted(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return value.split(" #", 1)[0].rstrip()
+
+
+_PROPERTY = re.compile(r"((?:\\.|[^=:\s\\])+)\s*[=:\s]?\s*(.*)", re.S)
+
+
+def _properties(text: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for line in _logical_lines(text):
+        match = _PROPERTY.fullmatch(line)
+        if match is None:
+            raise ValueError(f"cannot read {line[:60]!r}")
+        values[_unescaped(match.group(1))] = _unescaped(match.group(2))
+    return values
+
+
+def _logical_lines(text: str) -> Iterator[str]:
+    """Java properties lines: comments dropped, a line ending in an odd number of backslashes continued."""
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.lstrip()
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2:
+            pending += line[:-1]
+            continue
+        yield pending + line
+        pending = ""
+    if pending:
+        yield pending
+
+
+def _unescaped(value: str) -> str:
+    return re.sub(r"\\(.)", lambda m: {"t": "\t", "n": "\n", "r": "\r"}.get(m.group(1), m.group(1)), value)
+
+
+_PARSERS: dict[str, Any] = {
+    "yaml": _yaml,
+    "json": json.loads,
+    "toml": tomllib.loads,
+    "ini": _ini,
+    "env": _env,
+    "properties": _properties,
+}
+
+
+def _plain(node: Any, budget: list[int], depth: int) -> Any:
+    """`node` as JSON-shaped data. YAML aliases are expanded here, so size and depth are bounded."""
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_NESTING:
+        raise _Unparsable(f"too large or nested too deeply (over {MAX_NODES:,} values or {MAX_NESTING} levels)")
+    if isinstance(node, dict):
+        return {str(k): _plain(v, budget, depth + 1) for k, v in node.items()}
+    if isinstance(node, list | tuple | set):
+        return [_plain(v, budget, depth + 1) for v in node]
+    if isinstance(node, float) and not math.isfinite(node):
+        return str(node)
+    if isinstance(node, datetime.date | datetime.time):
+        return node.isoformat()
+    if isinstance(node, bytes):
+        return f"<{len(node)} bytes of binary data>"
+    if node is None or isinstance(node, str | int | float):
+        return node
+    return str(node)
+
+
+@dataclass
+class _Miss:
+    part: str
+    keys: list[str]
+
+
+def _lookup(where: dict[str, str], file_name: str, text: str, key: str) -> ToolResult:
+    try:
+        kind, document = _document(file_name, text)
+    except _Unparsable as exc:
+        return ToolResult.failure(ErrorType.failed, f"{file_name!r} could not be parsed: {exc}", hint="read it whole")
+    found = _get(document, key.split("."), [MAX_KEY_TRIES])
+    if isinstance(found, _Miss):
+        return ToolResult.failure(
+            ErrorType.not_found,
+            f"{file_name!r} has no key {key!r} (stopped at {found.part!r})",
+            hint=f"keys at that level: {', '.join(found.keys) or 'none'}",
+        )
+    value = _redacted(key.rsplit(".", 1)[-1], found)
+    return ToolResult.success({**where, "format": kind, "key": key, "value": value})
+
+
+def _get(node: Any, parts: list[str], tries: list[int]) -> Any:
+    """The value at `parts`, or the deepest `_Miss`. Keys may contain dots themselves (flat
+    properties, `spring.datasource.url: ...` in YAML), so the longest matching key is tried first."""
+    if not parts:
+        return node
+    if isinstance(node, list):
+        index = parts[0]
+        if index.isdigit() and int(index) < len(node):
+            return _get(node[int(index)], parts[1:], tries)
+        return _Miss(index, [f"0..{len(node) - 1}"] if node else [])
+    if not isinstance(node, dict):
+        return _Miss(parts[0], [])
+    deepest = _Miss(parts[0], sorted(node))
+    for length in range(len(parts), 0, -1):
+        joined = ".".join(parts[:length])
+        tries[0] -= 1
+        if joined not in node or tries[0] < 0:
+            continue
+        found = _get(node[joined], parts[length:], tries)
+        if not isinstance(found, _Miss):
+            return found
+        deepest = found
+    return deepest
+
+
+def _redacted(name: str, value: Any) -> Any:
+    """A value looked up by key reaches the executor without its key's name, which redaction by
+    text needs to see (`password: x`); so it is redacted here, each value beside its own key."""
+    if isinstance(value, dict):
+        return {k: _redacted(k, v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(name, v) for v in value]
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        return value
+    pair = f"{name}={value}"
+    redacted = redact.redact_text(pair)
+    if redacted == pair:
+        return value
+    # Only the value's part of the pair is kept: `postgres://[REDACTED:url-credentials]@h`, not all of it.
+    return redacted.removeprefix(f"{name}=") if redacted.startswith(f"{name}=") else "[REDACTED:secret-value]"

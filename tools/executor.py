@@ -95,11 +95,12 @@ class Executor:
 
         worker = threading.Thread(target=target, name=f"tool-{tool.name}", daemon=True)
         worker.start()
-        worker.join(self.retry.timeout_s)
+        limit = tool.timeout_s if tool.timeout_s is not None else self.retry.timeout_s
+        worker.join(limit)
         if worker.is_alive():
             return ToolResult.failure(
                 ErrorType.timeout,
-                f"{tool.name} did not finish within {self.retry.timeout_s:g}s",
+                f"{tool.name} did not finish within {limit:g}s",
                 hint="narrow the query (shorter time range, fewer lines) or try later",
                 retryable=True,
             )

@@ -17,7 +17,7 @@ def list_services_tool(policy: Policy) -> Tool:
         return ToolResult.success(
             {
                 "services": {name: s.description for name, s in sorted(policy.services.items())},
-                "commands": {name: c.description for name, c in sorted(policy.commands.items())},
+                "commands": {name: c.summary() for name, c in sorted(policy.commands.items())},
                 "config_files": {name: c.description for name, c in sorted(policy.config_files.items())},
             }
         )

@@ -1,0 +1,437 @@
+"""read_config: formats, key paths, listings, caps, never-read patterns, access, links inside roots."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from bot.commands import NotACommand, parse_command
+from config.policy import Access, Policy, Principal
+from config.policy_configs import NEVER_READ, ConfigRoot
+from config.settings import SAMPLE_CONFIG, Settings
+from tools.base import Registry, ToolResult
+from tools.catalog import ops_tools
+from tools.configs import LIST_FILES
+from tools.executor import Executor, RetryPolicy, ToolCall
+
+ONCALL = Principal(platform="slack", user="U1", groups=frozenset({"oncall"}))
+VISITOR = Principal(platform="slack", user="U2")
+
+
+def executor(**roots: ConfigRoot) -> Executor:
+    return Executor(Registry(ops_tools(Policy(config_files=roots))), RetryPolicy(timeout_s=5, retries=0))
+
+
+def read(
+    ex: Executor, name: str, path: str | None = None, key: str | None = None, who: Principal | None = None
+) -> ToolResult:
+    arguments: dict[str, Any] = {"name": name}
+    if path is not None:
+        arguments["path"] = path
+    if key is not None:
+        arguments["key"] = key
+    return ex.run_one(ToolCall("t", "read_config", json.dumps(arguments)), who).result
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def conf(tmp_path: Path) -> Path:
+    root = tmp_path / "conf"
+    write(root / "app.yaml", "db:\n  primary:\n    host: pg-1\n    port: 5432\nservers:\n  - name: a\n  - name: b\n")
+    write(root / "app.json", '{"db": {"primary": {"host": "pg-1", "port": 5432}}}')
+    write(root / "app.toml", '[db.primary]\nhost = "pg-1"\nport = 5432\nstarted = 2026-11-29T10:00:00Z\n')
+    write(root / "app.ini", "[db]\nHost = pg-1\nport = 5432\n\n[cache]\nttl = 30\n")
+    write(root / "legacy.cfg", "[main]\nworkers = 4\n")
+    write(root / "app.properties", "db.primary.host=pg-1\ndb.primary.port : 5432\nlong = one \\\n  two\n# comment\n")
+    write(root / "app.env", "export DB_HOST=pg-1\nDB_PORT='5432'\n# comment\nLOG_LEVEL=info # inline\n")
+    write(root / "flat.yaml", "spring.datasource.url: jdbc:pg://pg-1/app\nspring:\n  profiles: prod\n")
+    write(root / "multi.yaml", "a: 1\n---\nb: 2\n")
+    write(root / "settings", '{"sniffed": {"as": "json"}}')
+    write(root / "nginx.conf", "server { listen 80; }\n")
+    write(root / "conf.d" / "10-limits.conf", "[limits]\nrps: 100\n")
+    write(root / "tls" / "server.pem", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    write(root / "tls" / "server.KEY", "not for you\n")
+    write(root / "id_rsa", "not for you\n")
+    write(root / ".env", "SECRET=dotenv-value\n")
+    write(root / ".env.local", "SECRET=dotenv-local-value\n")
+    write(root / ".ssh" / "config", "Host *\n")
+    write(root / ".git" / "HEAD", "ref: refs/heads/main\n")
+    return root
+
+
+@pytest.fixture
+def ops(conf: Path) -> Executor:
+    return executor(conf=ConfigRoot(path=conf), single=ConfigRoot(path=conf / "app.yaml"))
+
+
+# ---------------------------------------------------------------- formats and key paths
+
+
+@pytest.mark.parametrize(
+    ("path", "key", "value", "kind"),
+    [
+        ("app.yaml", "db.primary.host", "pg-1", "yaml"),
+        ("app.yaml", "db.primary", {"host": "pg-1", "port": 5432}, "yaml"),
+        ("app.yaml", "servers.1.name", "b", "yaml"),
+        ("app.json", "db.primary.port", 5432, "json"),
+        ("app.toml", "db.primary.host", "pg-1", "toml"),
+        ("app.toml", "db.primary.started", "2026-11-29T10:00:00+00:00", "toml"),
+        ("app.ini", "db.Host", "pg-1", "ini"),
+        ("app.ini", "cache.ttl", "30", "ini"),
+        ("legacy.cfg", "main.workers", "4", "ini"),
+        ("app.properties", "db.primary.host", "pg-1", "properties"),
+        ("app.properties", "db.primary.port", "5432", "properties"),
+        ("app.properties", "long", "one two", "properties"),
+        ("app.env", "DB_HOST", "pg-1", "env"),
+        ("app.env", "DB_PORT", "5432", "env"),
+        ("app.env", "LOG_LEVEL", "info", "env"),
+        ("flat.yaml", "spring.datasource.url", "jdbc:pg://pg-1/app", "yaml"),
+        ("flat.yaml", "spring.profiles", "prod", "yaml"),
+        ("multi.yaml", "1.b", 2, "yaml"),
+        ("settings", "sniffed.as", "json", "json"),
+        ("conf.d/10-limits.conf", "limits.rps", "100", "ini"),
+    ],
+)
+def test_a_key_path_returns_just_that_value(conf: Path, path: str, key: str, value: Any, kind: str) -> None:
+    # .env files are never read unless the root allows them; this root does.
+    ex = executor(conf=ConfigRoot(path=conf, allow=("*.env",)))
+    result = read(ex, "conf", path, key)
+    assert result.ok, result
+    assert result.data["value"] == value
+    assert result.data["format"] == kind and result.data["key"] == key and result.data["path"] == path
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [("app.yaml", "yaml"), ("app.json", "json"), ("app.toml", "toml"), ("app.ini", "ini"), ("settings", "json")]
+    + [("nginx.conf", "text"), ("app.properties", "properties")],
+)
+def test_a_whole_file_comes_back_as_written_with_its_format(ops: Executor, conf: Path, path: str, kind: str) -> None:
+    result = read(ops, "conf", path)
+    assert result.ok and result.data["content"] == (conf / path).read_text()
+    assert result.data["format"] == kind
+
+
+def test_a_missing_key_names_the_keys_at_the_level_where_it_stopped(ops: Executor) -> None:
+    result = read(ops, "conf", "app.yaml", "db.primary.user")
+    assert result.status == "not_found"
+    assert "'user'" in result.error.message  # type: ignore[union-attr]
+    assert result.error.hint == "keys at that level: host, port"  # type: ignore[union-attr]
+
+
+def test_a_list_index_out_of_range_says_the_range(ops: Executor) -> None:
+    result = read(ops, "conf", "app.yaml", "servers.5.name")
+    assert result.status == "not_found" and "0..1" in result.error.hint  # type: ignore[union-attr]
+
+
+def test_a_key_in_a_file_of_no_known_format_says_so(ops: Executor) -> None:
+    result = read(ops, "conf", "nginx.conf", "server")
+    assert result.status == "failed" and "could not be parsed" in result.error.message  # type: ignore[union-attr]
+
+
+def test_a_broken_file_is_reported_not_raised(conf: Path) -> None:
+    write(conf / "broken.json", '{"a": ')
+    result = read(executor(conf=ConfigRoot(path=conf)), "conf", "broken.json", "a")
+    assert result.status == "failed" and "read it whole" in result.error.hint  # type: ignore[union-attr]
+
+
+def test_a_yaml_alias_bomb_is_refused_quickly(tmp_path: Path) -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 10)}]" for n in range(1, 9)]
+    write(tmp_path / "bomb.yaml", "\n".join(lines) + "\n")
+    begun = time.monotonic()
+    result = read(executor(c=ConfigRoot(path=tmp_path)), "c", "bomb.yaml", "a8")
+    assert time.monotonic() - begun < 3
+    assert result.status == "failed" and "too large" in result.error.message  # type: ignore[union-attr]
+
+
+def test_deep_nesting_is_refused_not_crashed(tmp_path: Path) -> None:
+    write(tmp_path / "deep.json", "[" * 5000 + "]" * 5000)
+    result = read(executor(c=ConfigRoot(path=tmp_path)), "c", "deep.json", "0")
+    assert result.status == "failed"
+
+
+def test_a_binary_file_is_not_shown(tmp_path: Path) -> None:
+    (tmp_path / "blob.yaml").write_bytes(b"\x00\x01\x02" * 10)
+    result = read(executor(c=ConfigRoot(path=tmp_path)), "c", "blob.yaml")
+    assert result.status == "failed" and "not a text file" in result.error.message  # type: ignore[union-attr]
+
+
+def test_a_secret_looked_up_by_key_is_redacted(tmp_path: Path) -> None:
+    write(
+        tmp_path / "db.yaml",
+        "db:\n  user: app\n  password: hunter2-not-shown\n  pool: 5\n  url: postgres://app:pa55-not-shown@pg-1/app\n",
+    )
+    ex = executor(c=ConfigRoot(path=tmp_path))
+    assert read(ex, "c", "db.yaml", "db.password").data["value"] == "[REDACTED:secret-value]"
+    url = read(ex, "c", "db.yaml", "db.url").data["value"]
+    assert "pa55-not-shown" not in url and url.startswith("postgres://") and url.endswith("@pg-1/app")
+    whole_section = read(ex, "c", "db.yaml", "db")
+    assert "hunter2-not-shown" not in whole_section.render()
+    assert whole_section.data["value"]["pool"] == 5 and whole_section.data["value"]["user"] == "app"
+    assert "hunter2-not-shown" not in read(ex, "c", "db.yaml").render()
+
+
+# ---------------------------------------------------------------- roots and listing
+
+
+def test_a_single_file_root_needs_no_path(ops: Executor, conf: Path) -> None:
+    assert read(ops, "single").data["content"] == (conf / "app.yaml").read_text()
+    assert read(ops, "single", key="db.primary.port").data["value"] == 5432
+    assert read(ops, "single", "app.yaml", "db.primary.port").data["value"] == 5432
+
+
+def test_a_single_file_root_has_no_other_files(ops: Executor) -> None:
+    result = read(ops, "single", "app.json")
+    assert result.status == "not_found" and "single file" in result.error.message  # type: ignore[union-attr]
+
+
+def test_a_directory_root_without_path_lists_what_can_be_read(ops: Executor) -> None:
+    result = read(ops, "conf")
+    assert result.ok and result.data["path"] == "."
+    files = result.data["files"]
+    assert "app.yaml" in files and "conf.d/10-limits.conf" in files
+    assert not any(f.startswith((".git/", ".ssh/")) for f in files), "hidden directories are not walked"
+    withheld = result.data["withheld"]
+    assert withheld["tls/server.pem"] == "never read (matches '*.pem')"
+    assert withheld["tls/server.KEY"] == "never read (matches '*.key')"
+    assert set(withheld) >= {"id_rsa", ".env", ".env.local", "app.env"}
+    assert not set(files) & set(withheld)
+
+
+def test_a_directory_path_lists_that_directory(ops: Executor) -> None:
+    result = read(ops, "conf", "conf.d")
+    assert result.ok and result.data == {"name": "conf", "path": "conf.d", "files": ["conf.d/10-limits.conf"]}
+
+
+def test_a_key_on_a_directory_lists_it_rather_than_guessing(ops: Executor) -> None:
+    result = read(ops, "conf", "conf.d", "limits.rps")
+    assert result.ok and result.data["files"] == ["conf.d/10-limits.conf"]
+
+
+def test_include_globs_narrow_a_root(conf: Path) -> None:
+    ex = executor(c=ConfigRoot(path=conf, include=("*.yaml", "conf.d/*.conf")))
+    files = read(ex, "c").data["files"]
+    assert files == ["app.yaml", "conf.d/10-limits.conf", "flat.yaml", "multi.yaml"]
+    excluded = read(ex, "c", "app.json")
+    assert excluded.status == "not_found", "a file outside the globs is not part of the root"
+    assert "app.yaml" in excluded.error.hint  # type: ignore[union-attr]
+
+
+def test_a_listing_stops_at_its_cap_and_says_so(tmp_path: Path) -> None:
+    for n in range(LIST_FILES + 20):
+        write(tmp_path / f"f{n:04}.yaml", "a: 1\n")
+    result = read(executor(c=ConfigRoot(path=tmp_path)), "c")
+    assert len(result.data["files"]) == LIST_FILES and "stopped after" in result.data["more"]
+
+
+def test_an_unknown_root_lists_the_roots(ops: Executor) -> None:
+    result = read(ops, "nginx")
+    assert result.status == "not_found" and result.error.hint == "known config roots: conf, single"  # type: ignore[union-attr]
+
+
+def test_a_missing_file_lists_readable_files_near_it(ops: Executor) -> None:
+    result = read(ops, "conf", "conf.d/10-limit.conf")
+    assert result.status == "not_found"
+    assert result.error.hint.startswith("readable files near it: conf.d/10-limits.conf")  # type: ignore[union-attr]
+    typo = read(ops, "conf", "ap.yml")
+    assert typo.error.hint.startswith("readable files near it: app.yaml")  # type: ignore[union-attr]
+    assert "id_rsa" not in typo.error.hint and ".env" not in typo.error.hint  # type: ignore[union-attr]
+
+
+def test_a_root_missing_on_this_host_is_unavailable(tmp_path: Path) -> None:
+    ex = executor(gone=ConfigRoot(path=tmp_path / "nope"), gone_file=ConfigRoot(path=tmp_path / "nope.yaml"))
+    for name in ("gone", "gone_file"):
+        result = read(ex, name)
+        assert result.status == "unavailable", result
+        assert str(tmp_path) not in result.render()
+
+
+def test_a_root_declared_through_a_link_is_the_operators_word(conf: Path, tmp_path: Path) -> None:
+    (tmp_path / "current").symlink_to(conf)
+    assert read(executor(c=ConfigRoot(path=tmp_path / "current")), "c", "app.yaml", "db.primary.host").ok
+
+
+# ---------------------------------------------------------------- caps
+
+
+def test_a_whole_file_over_the_cap_is_cut_and_says_so(tmp_path: Path) -> None:
+    write(tmp_path / "big.yaml", "k: " + "v" * 5000 + "\n")
+    result = read(executor(c=ConfigRoot(path=tmp_path, max_bytes=1000)), "c", "big.yaml")
+    assert result.ok and len(result.data["content"]) == 1000
+    assert "cut at 1,000 bytes" in (result.truncated or "")
+
+
+def test_a_key_in_a_file_over_the_cap_is_not_guessed_from_a_part(tmp_path: Path) -> None:
+    write(tmp_path / "big.yaml", "k: " + "v" * 5000 + "\nlast: 1\n")
+    result = read(executor(c=ConfigRoot(path=tmp_path, max_bytes=1000)), "c", "big.yaml", "last")
+    assert result.status == "failed" and "larger than 1,000 bytes" in result.error.message  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------- never-read patterns
+
+
+@pytest.mark.parametrize(
+    ("path", "pattern"),
+    [
+        ("tls/server.pem", "*.pem"),
+        ("tls/server.KEY", "*.key"),
+        ("id_rsa", "id_*"),
+        (".env", ".env"),
+        (".env.local", ".env.*"),
+        ("app.env", "*.env"),
+        (".ssh/config", ".ssh"),
+    ],
+)
+def test_never_read_patterns_hold_inside_a_root(ops: Executor, path: str, pattern: str) -> None:
+    for key in (None, "SECRET"):
+        result = read(ops, "conf", path, key)
+        assert result.status == "denied", result
+        assert f"matches {pattern!r}" in result.error.message  # type: ignore[union-attr]
+        assert "dotenv" not in result.render() and "not for you" not in result.render()
+
+
+def test_a_single_file_root_on_a_never_read_file_is_refused(conf: Path) -> None:
+    result = read(executor(c=ConfigRoot(path=conf / ".env")), "c")
+    assert result.status == "denied" and "dotenv-value" not in result.render()
+
+
+def test_a_root_may_exempt_names_and_add_patterns_of_its_own(conf: Path) -> None:
+    ex = executor(c=ConfigRoot(path=conf, allow=(".env",), never_read=("*.toml", "legacy*")))
+    assert read(ex, "c", ".env").ok
+    assert read(ex, "c", ".env.local").status == "denied", "only the names allowed are exempt"
+    assert read(ex, "c", "app.env").status == "denied"
+    assert read(ex, "c", "app.toml").status == "denied"
+    assert read(ex, "c", "legacy.cfg").status == "denied"
+    assert "app.toml" in read(ex, "c").data["withheld"]
+
+
+def test_an_allowed_env_file_is_still_redacted(conf: Path) -> None:
+    write(conf / ".env", "API_TOKEN=tok-abcdef0123456789\nDB_HOST=pg-1\n")
+    ex = executor(c=ConfigRoot(path=conf, allow=(".env",)))
+    whole = read(ex, "c", ".env").render()
+    assert "tok-abcdef0123456789" not in whole and "pg-1" in whole
+    assert "tok-abcdef0123456789" not in read(ex, "c", ".env", "API_TOKEN").render()
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"allow": ["tls/*.pem"]},
+        {"never_read": ["secrets/*.yaml"]},
+        {"include": ["../*.yaml"]},
+        {"include": ["/etc/*.conf"]},
+    ],
+)
+def test_bad_patterns_are_config_errors(fields: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        ConfigRoot.model_validate({"path": "/etc/app", **fields})
+
+
+def test_the_built_in_patterns_cover_the_issue() -> None:
+    assert {"*.pem", "*.key", "id_*", "*.p12", ".env"} <= set(NEVER_READ)
+
+
+# ---------------------------------------------------------------- access
+
+
+def test_a_root_with_access_refuses_others(conf: Path) -> None:
+    ex = executor(c=ConfigRoot(path=conf, access=Access(groups=frozenset({"oncall"}))))
+    assert read(ex, "c", "app.yaml", who=ONCALL).ok
+    for who in (VISITOR, None):
+        result = read(ex, "c", "app.yaml", who=who)
+        assert result.status == "denied" and "pg-1" not in result.render()
+    assert read(ex, "c", who=VISITOR).status == "denied", "not even a listing"
+
+
+# ---------------------------------------------------------------- links that stay inside
+
+
+def configmap(root: Path) -> None:
+    """The layout of a Kubernetes ConfigMap volume: every file is a link through ..data."""
+    write(root / "..2026_11_29_10_00_00.1" / "app.yaml", "db:\n  host: from-configmap\n")
+    write(root / "..2026_11_29_10_00_00.1" / "tls.key", "not for you\n")
+    (root / "..data").symlink_to("..2026_11_29_10_00_00.1")
+    (root / "app.yaml").symlink_to("..data/app.yaml")
+    (root / "tls.key").symlink_to("..data/tls.key")
+    (root / "innocent.yaml").symlink_to("..data/tls.key")
+
+
+def test_links_inside_a_root_are_refused_by_default(tmp_path: Path) -> None:
+    configmap(tmp_path)
+    ex = executor(c=ConfigRoot(path=tmp_path))
+    result = read(ex, "c", "app.yaml")
+    assert result.status == "denied" and "symbolic link" in result.error.message  # type: ignore[union-attr]
+    assert read(ex, "c").data["withheld"]["app.yaml"] == "symbolic link (not followed)"
+
+
+def test_follow_symlinks_reads_a_configmap_and_still_refuses_keys(tmp_path: Path) -> None:
+    configmap(tmp_path)
+    ex = executor(c=ConfigRoot(path=tmp_path, follow_symlinks=True))
+    assert read(ex, "c", "app.yaml", "db.host").data["value"] == "from-configmap"
+    listing = read(ex, "c").data
+    assert listing["files"] == ["app.yaml"]
+    assert set(listing["withheld"]) == {"innocent.yaml", "tls.key"}
+    renamed = read(ex, "c", "innocent.yaml")
+    assert renamed.status == "denied" and "'*.key'" in renamed.error.message  # type: ignore[union-attr]
+    assert "not for you" not in renamed.render()
+
+
+def test_a_fifo_root_does_not_hang(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.yaml")
+    begun = time.monotonic()
+    result = read(executor(c=ConfigRoot(path=tmp_path / "pipe.yaml")), "c")
+    assert time.monotonic() - begun < 2 and result.status == "denied"
+
+
+# ---------------------------------------------------------------- the sample and the direct command
+
+
+@pytest.fixture(scope="module")
+def sample_ops() -> tuple[Settings, Executor]:
+    settings = Settings.load(SAMPLE_CONFIG)
+    return settings, Executor(Registry(ops_tools(settings.policy)), RetryPolicy(timeout_s=5, retries=0))
+
+
+def test_the_sample_shows_its_refusals(sample_ops: tuple[Settings, Executor]) -> None:
+    _, ex = sample_ops
+    listing = read(ex, "checkout")
+    assert listing.data["files"] == ["checkout.yaml"]
+    assert set(listing.data["withheld"]) == {"checkout.env", "checkout-tls.pem"}
+    for path in ("checkout.env", "checkout-tls.pem", "../payments.yaml", "payments.yaml"):
+        result = read(ex, "checkout", path)
+        assert result.status in ("denied", "not_found"), result
+        assert "sample-" not in result.render() and "BEGIN CERTIFICATE" not in result.render()
+    assert read(ex, "checkout", "checkout.yaml", "upstreams.payments.timeout_ms").data["value"] == 2000
+
+
+@pytest.mark.parametrize(
+    ("text", "arguments"),
+    [
+        ("config checkout", {"name": "checkout"}),
+        ("config checkout/checkout.yaml", {"name": "checkout", "path": "checkout.yaml"}),
+        ("config checkout/checkout.yaml http.port", {"name": "checkout", "path": "checkout.yaml", "key": "http.port"}),
+        ("config payments db.primary.pool_size", {"name": "payments", "key": "db.primary.pool_size"}),
+    ],
+)
+def test_the_config_command_names_a_root_and_a_path_in_it(
+    sample_ops: tuple[Settings, Executor], text: str, arguments: dict[str, str]
+) -> None:
+    parsed = parse_command(sample_ops[0].policy, text)
+    assert isinstance(parsed, ToolCall) and json.loads(parsed.arguments) == arguments
+
+
+def test_the_config_command_refuses_an_unknown_root(sample_ops: tuple[Settings, Executor]) -> None:
+    parsed = parse_command(sample_ops[0].policy, "config nginx/nginx.conf")
+    assert isinstance(parsed, NotACommand) and "known config roots: checkout, payments" in parsed.why
