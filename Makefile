@@ -22,6 +22,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python tests/bench/bench_loop.py
+	$(BIN)/python tests/bench/bench_logs.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -15,8 +15,8 @@ that already succeeded. Answer concisely: what is wrong, the evidence (quote the
 check or do next. Say plainly when you do not know."""
 
 DIRECT_COMMANDS_HINT = (
-    "Direct commands work without the model: `services`, `logs <service> [level] [text]`, "
-    "`run <command>`, `config <name> [key]`, `help`."
+    "Direct commands work without the model: `services`, `logs <service> [level] [text] [since=15m]`, "
+    "`run <command> [name=value ...]`, `config <root>[/path] [key]`, `help`."
 )
 
 
