@@ -65,7 +65,7 @@ def test_ask_question_without_model_says_how_to_configure_one(tmp_path: Path) ->
     assert done.returncode == 3
     assert "No model is configured" in done.stdout
     assert "OPENAI_API_KEY" in done.stdout
-    for command in ("services", "logs <service>", "run <command>", "config <name>"):
+    for command in ("services", "logs <service>", "run <command>", "config <root>"):
         assert command in done.stdout
 
 
