@@ -46,19 +46,65 @@ def test_ordinary_lines_are_kept(text):
     assert redact_text(text) == text
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "x" * 1_000_000,
-        "password" * 100_000,
-        ("a" * 39 + "password") * 20_000,
-        "x=y " * 200_000,
-        "://a:b" * 100_000,
-        "Authorization:" * 50_000,
-        "eyJaaaaaaaaaa." * 50_000,
-    ],
-    ids=["word-run", "keys", "affixed-keys", "assignments", "userinfo", "auth-headers", "jwt-starts"],
-)
+# Each input is about 1 MB and aimed at one pattern: long runs its quantifiers could re-scan, many
+# starts that fail late, or an opening that is never closed.
+ADVERSARIAL = {
+    "word-run": "x" * 1_000_000,
+    "keys": "password" * 100_000,
+    "affixed-keys": ("a" * 39 + "password") * 20_000,
+    "assignments": "x=y " * 200_000,
+    "userinfo": "://a:b" * 100_000,
+    "auth-headers": "Authorization:" * 50_000,
+    "jwt-starts": "eyJaaaaaaaaaa." * 50_000,
+    # token shapes
+    "slack-starts": "xoxb-" * 200_000,
+    "slack-webhook-starts": "hooks.slack.com/services/" * 40_000,
+    "aws-starts": "AKIA" * 250_000,
+    "gcp-starts": "AIza" * 250_000,
+    "gcp-token-starts": "ya29." * 100_000 + "1//0" * 100_000,
+    "github-starts": "ghp_" * 250_000,
+    "github-pat-run": "github_pat_" * 100_000,
+    "gitlab-starts": "glpat-" * 150_000,
+    "openai-starts": "sk-" * 300_000,
+    "openai-lowercase-run": "sk-" + "a" * 1_000_000,
+    "anthropic-starts": "sk-ant-" * 150_000,
+    "stripe-starts": "sk_live_" * 120_000,
+    # PEM
+    "pem-begins": "-----BEGIN RSA PRIVATE KEY-----" * 30_000,
+    "pem-begin-prefixes": "-----BEGIN " * 100_000,
+    "pem-ends": "-----END PRIVATE KEY-----" * 40_000,
+    "pem-long-body": "-----BEGIN PRIVATE KEY-----\n" + "QUFB\n" * 200_000,
+    "pem-header-run": "-----BEGIN PRIVATE KEY-----\n" + "Proc-Type" * 100_000,
+    "pem-tails": ("QUFBQUFBQUFBQUFBQUFBQUFB\n" * 4 + "-----END PRIVATE KEY-----\n") * 8_000,
+    "pem-tails-after-prose": ("a b c d e f g\n" * 4 + "-----END PRIVATE KEY-----") * 12_000,
+    "pem-escaped-body": "-----BEGIN PRIVATE KEY-----" + "\\nQUFB" * 150_000,
+    # URL userinfo
+    "userinfo-colons": "://" + "a:" * 500_000,
+    "userinfo-ats": "://a:" + "@" * 1_000_000,
+    # Authorization
+    "auth-bearer-headers": "Authorization: Bearer " * 50_000,
+    "auth-parameter-lists": "Authorization: Digest " + 'a="b", ' * 140_000,
+    "auth-open-value": "authorization=" + "a" * 1_000_000,
+    "bearer-words": "Bearer " * 150_000,
+    "bearer-run": "Bearer " + "a1" * 500_000,
+    # key = value
+    "key-colon-pairs": "password: " * 100_000,
+    "key-open-quotes": 'password: "' * 100_000,
+    "key-equals-chain": "password=" * 100_000,
+    "dotted-keys": "a.password." * 100_000,
+    "escaped-quote-run": 'password: "' + "\\a" * 500_000,
+    "open-references": "password: <" * 100_000,
+    "open-env-references": "password: ${" * 100_000,
+    "open-templates": "password: {{" * 100_000,
+    "cli-flags": "--password " * 100_000,
+    "xml-opens": "<password>" * 100_000,
+    "xml-unclosed": "<password>" + "a" * 1_000_000,
+    "env-pair-names": "name: DB_PASSWORD\n" * 60_000,
+    "env-pair-values": 'name: "x", value: ' * 60_000,
+}
+
+
+@pytest.mark.parametrize("text", ADVERSARIAL.values(), ids=ADVERSARIAL.keys())
 def test_redaction_is_linear_on_adversarial_input(text):
     started = time.perf_counter()
     redact_text(text)
