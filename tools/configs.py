@@ -12,16 +12,10 @@ and is read up to the root's byte cap.
 
 from __future__ import annotations
 
-import configparser
-import datetime
 import difflib
 import errno
-import json
-import math
 import os
-import re
 import stat
-import tomllib
 import unicodedata
 from collections import deque
 from collections.abc import Iterator
@@ -30,13 +24,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from config.policy import Policy, Principal
 from config.policy_configs import ConfigRoot
 from tools import redact
 from tools.base import ErrorType, Tool, ToolResult
+from tools.config_formats import MAX_KEY_TRIES, Miss, Unparsable, document, format_of, key_value
 
 MAX_PATH_CHARS = 1024
 MAX_LINK_HOPS = 40  # as the kernel's own limit: a loop of links ends, it does not spin
@@ -44,26 +38,12 @@ LIST_FILES = 200
 LIST_VISITS = 5_000
 LIST_DEPTH = 8
 NEARBY = 20
-MAX_NODES = 100_000  # a YAML alias bomb expands to more than this long before it fills memory
-MAX_NESTING = 100
-MAX_KEY_TRIES = 1_000
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 # The root's own path is the operator's word and may itself be a link; non-blocking so that a
 # FIFO declared as a root cannot hang the open.
 _ROOT = os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_CLOEXEC
-
-_EXTENSIONS = {
-    ".yaml": "yaml",
-    ".yml": "yaml",
-    ".json": "json",
-    ".toml": "toml",
-    ".ini": "ini",
-    ".cfg": "ini",
-    ".env": "env",
-    ".properties": "properties",
-}
 
 
 class ReadConfigArgs(BaseModel):
@@ -93,7 +73,7 @@ class _Refused(Exception):
         self.hint = hint
 
 
-class _Missing(Exception):
+class Missing(Exception):
     def __init__(self, name: str) -> None:
         super().__init__(name)
         self.name = name
@@ -184,7 +164,7 @@ def _read_file_root(args: ReadConfigArgs, root: ConfigRoot, start: int, name: st
             if found is None or not stat.S_ISREG(found[1].st_mode):
                 raise _Refused(f"{name!r} is not a regular file")
             return _read_file(args, root, here, found, name)
-        except _Missing:
+        except Missing:
             return ToolResult.failure(
                 ErrorType.unavailable,
                 f"the file of config root {args.name!r} does not exist",
@@ -202,9 +182,9 @@ def _read_in_directory(args: ReadConfigArgs, root: ConfigRoot, start: int, reque
                     here.enter(found[0])
                 return ToolResult.success(_listing(args.name, root, start, here))
             if stat.S_ISREG(found[1].st_mode) and not root.includes(shown):
-                raise _Missing(found[0])
+                raise Missing(found[0])
             return _read_file(args, root, here, found, shown)
-        except _Missing as missing:
+        except Missing as missing:
             return _not_found(args.name, root, here, shown, missing.name)
 
 
@@ -232,7 +212,7 @@ class _Here:
             # O_DIRECTORY|O_NOFOLLOW on a link says ENOTDIR: look again to tell the model the truth.
             if exc.errno == errno.ELOOP or self._is_link(name):
                 raise _Refused(f"{name!r} is a symbolic link; opsbot does not follow links in this root") from exc
-            raise _Missing(name) from exc
+            raise Missing(name) from exc
 
     def _is_link(self, name: str) -> bool:
         try:
@@ -278,7 +258,7 @@ def _resolve(root: ConfigRoot, here: _Here, parts: list[str]) -> tuple[str, os.s
         elif stat.S_ISDIR(status.st_mode):
             here.enter(part)
         else:
-            raise _Missing(part)
+            raise Missing(part)
     return None
 
 
@@ -286,10 +266,10 @@ def _lstat(here: _Here, name: str) -> os.stat_result:
     try:
         return os.stat(name, dir_fd=here.fds[-1], follow_symlinks=False)
     except (FileNotFoundError, NotADirectoryError) as exc:
-        raise _Missing(name) from exc
+        raise Missing(name) from exc
     except OSError as exc:
         if exc.errno == errno.ENAMETOOLONG:
-            raise _Missing(name[:40] + "...") from exc
+            raise Missing(name[:40] + "...") from exc
         raise
 
 
@@ -325,9 +305,7 @@ def _read_file(
     where = {"name": args.name, **({"path": shown} if args.path else {})}
     if args.key is None:
         note = f"cut at {root.max_bytes:,} bytes: the file is larger than the root's max_bytes" if cut else None
-        return ToolResult(
-            ok=True, data={**where, "format": _format_of(found[0], text), "content": text}, truncated=note
-        )
+        return ToolResult(ok=True, data={**where, "format": format_of(found[0], text), "content": text}, truncated=note)
     if cut:
         return ToolResult.failure(
             ErrorType.failed,
@@ -464,7 +442,7 @@ def _link_verdict(root: ConfigRoot, start: int, relative: str) -> str | None:
     with _walk(start) as here:
         try:
             found = _resolve(root, here, relative.split("/"))
-        except (_Refused, _Missing, OSError):
+        except (_Refused, Missing, OSError):
             return "symbolic link that cannot be followed"
     if found is None or stat.S_ISDIR(found[1].st_mode):
         return _A_DIRECTORY
@@ -490,164 +468,13 @@ def _not_found(name: str, root: ConfigRoot, here: _Here, shown: str, missing: st
     )
 
 
-# ---------------------------------------------------------------- formats and keys
-
-
-class _Unparsable(Exception):
-    pass
-
-
-def _format_of(name: str, text: str) -> str:
-    try:
-        return _document(name, text)[0]
-    except _Unparsable:
-        return _known_format(name) or "text"
-
-
-def _known_format(name: str) -> str | None:
-    lowered = name.lower()
-    if lowered == ".env" or lowered.startswith(".env."):
-        return "env"
-    return _EXTENSIONS.get(os.path.splitext(lowered)[1])
-
-
-def _document(name: str, text: str) -> tuple[str, Any]:
-    """The parsed file: by its extension when it has a known one, else the first format that
-    yields a mapping (JSON, TOML, YAML, INI, in that order)."""
-    known = _known_format(name)
-    if known is not None:
-        return known, _parse(known, text)
-    for candidate in ("json", "toml", "yaml", "ini"):
-        try:
-            return candidate, _parse(candidate, text)
-        except _Unparsable:
-            continue
-    raise _Unparsable("not YAML, JSON, TOML, INI, .env or .properties (by its name or its content)")
-
-
-def _parse(kind: str, text: str) -> Any:
-    try:
-        document = _PARSERS[kind](text)
-    except RecursionError as exc:
-        raise _Unparsable("nested too deeply") from exc
-    except (ValueError, yaml.YAMLError, configparser.Error) as exc:
-        raise _Unparsable(str(exc)[:300]) from exc
-    if kind in ("yaml", "json") and not isinstance(document, dict | list):
-        raise _Unparsable(f"the {kind} document is a single value, not a mapping")
-    return _plain(document, [MAX_NODES], 0)
-
-
-def _yaml(text: str) -> Any:
-    documents = list(yaml.safe_load_all(text))
-    return documents[0] if len(documents) == 1 else documents
-
-
-def _ini(text: str) -> dict[str, Any]:
-    parser = configparser.ConfigParser(interpolation=None, strict=False)
-    parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys keep their case
-    parser.read_string(text)
-    sections: dict[str, Any] = {name: dict(parser.items(name, raw=True)) for name in parser.sections()}
-    if parser.defaults():
-        sections[parser.default_section] = dict(parser.defaults())
-    return sections
-
-
-def _env(text: str) -> dict[str, str]:
-    values: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        key, sep, value = stripped.removeprefix("export ").partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"line {number} is not KEY=value")
-        values[key.strip()] = _unquoted(value.strip())
-    return values
-
-
-def _unquoted(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-        return value[1:-1]
-    return value.split(" #", 1)[0].rstrip()
-
-
-_PROPERTY = re.compile(r"((?:\\.|[^=:\s\\])+)\s*[=:\s]?\s*(.*)", re.S)
-
-
-def _properties(text: str) -> dict[str, str]:
-    values: dict[str, str] = {}
-    for line in _logical_lines(text):
-        match = _PROPERTY.fullmatch(line)
-        if match is None:
-            raise ValueError(f"cannot read {line[:60]!r}")
-        values[_unescaped(match.group(1))] = _unescaped(match.group(2))
-    return values
-
-
-def _logical_lines(text: str) -> Iterator[str]:
-    """Java properties lines: comments dropped, a line ending in an odd number of backslashes continued."""
-    pending = ""
-    for raw in text.splitlines():
-        line = raw.lstrip()
-        if not pending and (not line or line[0] in "#!"):
-            continue
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2:
-            pending += line[:-1]
-            continue
-        yield pending + line
-        pending = ""
-    if pending:
-        yield pending
-
-
-def _unescaped(value: str) -> str:
-    return re.sub(r"\\(.)", lambda m: {"t": "\t", "n": "\n", "r": "\r"}.get(m.group(1), m.group(1)), value)
-
-
-_PARSERS: dict[str, Any] = {
-    "yaml": _yaml,
-    "json": json.loads,
-    "toml": tomllib.loads,
-    "ini": _ini,
-    "env": _env,
-    "properties": _properties,
-}
-
-
-def _plain(node: Any, budget: list[int], depth: int) -> Any:
-    """`node` as JSON-shaped data. YAML aliases are expanded here, so size and depth are bounded."""
-    budget[0] -= 1
-    if budget[0] < 0 or depth > MAX_NESTING:
-        raise _Unparsable(f"too large or nested too deeply (over {MAX_NODES:,} values or {MAX_NESTING} levels)")
-    if isinstance(node, dict):
-        return {str(k): _plain(v, budget, depth + 1) for k, v in node.items()}
-    if isinstance(node, list | tuple | set):
-        return [_plain(v, budget, depth + 1) for v in node]
-    if isinstance(node, float) and not math.isfinite(node):
-        return str(node)
-    if isinstance(node, datetime.date | datetime.time):
-        return node.isoformat()
-    if isinstance(node, bytes):
-        return f"<{len(node)} bytes of binary data>"
-    if node is None or isinstance(node, str | int | float):
-        return node
-    return str(node)
-
-
-@dataclass
-class _Miss:
-    part: str
-    keys: list[str]
-
-
 def _lookup(where: dict[str, str], file_name: str, text: str, key: str) -> ToolResult:
     try:
-        kind, document = _document(file_name, text)
-    except _Unparsable as exc:
+        kind, parsed = document(file_name, text)
+    except Unparsable as exc:
         return ToolResult.failure(ErrorType.failed, f"{file_name!r} could not be parsed: {exc}", hint="read it whole")
-    found = _get(document, key.split("."), [MAX_KEY_TRIES])
-    if isinstance(found, _Miss):
+    found = key_value(parsed, key.split("."), [MAX_KEY_TRIES])
+    if isinstance(found, Miss):
         return ToolResult.failure(
             ErrorType.not_found,
             f"{file_name!r} has no key {key!r} (stopped at {found.part!r})",
@@ -657,43 +484,7 @@ def _lookup(where: dict[str, str], file_name: str, text: str, key: str) -> ToolR
     return ToolResult.success({**where, "format": kind, "key": key, "value": value})
 
 
-def _get(node: Any, parts: list[str], tries: list[int]) -> Any:
-    """The value at `parts`, or the deepest `_Miss`. Keys may contain dots themselves (flat
-    properties, `spring.datasource.url: ...` in YAML), so the longest matching key is tried first."""
-    if not parts:
-        return node
-    if isinstance(node, list):
-        index = parts[0]
-        if index.isdigit() and int(index) < len(node):
-            return _get(node[int(index)], parts[1:], tries)
-        return _Miss(index, [f"0..{len(node) - 1}"] if node else [])
-    if not isinstance(node, dict):
-        return _Miss(parts[0], [])
-    deepest = _Miss(parts[0], sorted(node))
-    for length in range(len(parts), 0, -1):
-        joined = ".".join(parts[:length])
-        tries[0] -= 1
-        if joined not in node or tries[0] < 0:
-            continue
-        found = _get(node[joined], parts[length:], tries)
-        if not isinstance(found, _Miss):
-            return found
-        deepest = found
-    return deepest
-
-
 def _redacted(name: str, value: Any) -> Any:
-    """A value looked up by key reaches the executor without its key's name, which redaction by
-    text needs to see (`password: x`); so it is redacted here, each value beside its own key."""
-    if isinstance(value, dict):
-        return {k: _redacted(k, v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redacted(name, v) for v in value]
-    if not isinstance(value, str | int | float) or isinstance(value, bool):
-        return value
-    pair = f"{name}={value}"
-    redacted = redact.redact_text(pair)
-    if redacted == pair:
-        return value
-    # Only the value's part of the pair is kept: `postgres://[REDACTED:url-credentials]@h`, not all of it.
-    return redacted.removeprefix(f"{name}=") if redacted.startswith(f"{name}=") else "[REDACTED:secret-value]"
+    """A value looked up by key leaves without its key's name, which redaction needs to see
+    (`password: x`): so it is redacted here, beside its own key."""
+    return redact.redact({name: value})[name]
