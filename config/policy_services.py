@@ -1,20 +1,73 @@
-"""Services, where their logs are, and who may read them."""
+"""Services, where their logs are, and who may read them.
+
+The format, one entry under `policy.services`; at least one of `logs`, `journald` and
+`log_command` is required, and a service may have all three (query_logs reads each and merges
+their lines by time):
+
+```yaml
+checkout:
+  description: checkout-api, the public checkout endpoint
+  logs: [logs/checkout.log, logs/worker-*.log]   # files or globs; rotations and .gz read too
+  journald: [checkout.service]                   # systemd units, read with journalctl
+  log_command: checkout-pod-logs                 # a command under policy.commands (risk: read)
+  timezone: UTC                                  # for timestamps written without an offset
+  access: {groups: [oncall]}                     # who may read these logs; empty = anyone
+```
+
+`journald` units are read with `journalctl` (found on a fixed system PATH when the tool is
+built), newest entries first and within caps; the minimum level becomes journalctl's
+`--priority` (ERROR = err and worse, WARN = warning, INFO = info and notice), since/until its
+`--since`/`--until`.
+
+`log_command` names a declared command whose output is the service's log, e.g.
+
+```yaml
+commands:
+  checkout-pod-logs:
+    description: logs of the checkout pods
+    argv: [kubectl, logs, -n, shop, -l, app=checkout, --timestamps, "--since={since}", "--tail={lines}"]
+    params:
+      since: {pattern: "[0-9]{1,9}s", default: "86400s"}
+      lines: {min: 1, max: 20000, default: 5000}
+```
+
+query_logs fills two parameters if the command declares them: `since`, the query's `since` as
+whole seconds before now with an `s` suffix (`7200s`, what kubectl's `--since` and Go durations
+read; the parameter's default when the query gives none), and `lines`, how many of the newest
+lines to fetch (the parameter's max, at most query_logs' own cap). Every other parameter needs a
+default. The command must be `risk: read`, and the asker needs both the service's and the
+command's `access`. Its output must be oldest line first (as `kubectl logs` writes it); write
+timestamps (`--timestamps`) so since/until and the merge by time can work.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, tzinfo
 from pathlib import Path
+from typing import Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import Field, field_validator
+from pydantic import Field, StringConstraints, ValidationInfo, field_validator
 
-from config.policy_base import Access, Strict, absolute
+from config.policy_base import Access, Name, Strict, absolute
+
+# A systemd unit name (nginx.service, getty@tty1.service, app-*.service as journalctl's glob);
+# never starting with '-', so it cannot be read as an option.
+UnitName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.@:*\\][A-Za-z0-9_.@:*\\-]{0,255}$")]
 
 
 class Service(Strict):
     description: str = ""
+    # `journald` and `log_command` come before `logs` so that logs' validator can see them.
+    journald: list[UnitName] = Field(
+        default_factory=list, description="systemd units whose journal is read with journalctl (nginx.service)"
+    )
+    log_command: Name | None = Field(
+        default=None, description="a command under policy.commands whose output is this service's log"
+    )
     logs: list[Path] = Field(
-        min_length=1,
+        default_factory=list,
+        validate_default=True,
         description=(
             "log files or glob patterns (logs/app-*.log); each file's rotated siblings "
             "(app.log.1, app.log.2.gz, app.log-20261128.gz) are read too, newest data first"
@@ -33,6 +86,16 @@ class Service(Strict):
         if value is not None:
             _zone(value)  # a typo must fail at load time, not at 3 am on the first since= query
         return value
+
+    @field_validator("logs")
+    @classmethod
+    def _some_source(cls, logs: list[Path], info: ValidationInfo) -> list[Path]:
+        # Reported on `logs`, so check-config points at the service that has no source. Skipped
+        # when journald or log_command was itself invalid: that error is reported already.
+        others = ("journald", "log_command")
+        if not logs and all(key in info.data for key in others) and not any(info.data[key] for key in others):
+            raise ValueError("a service needs at least one log source: logs (files), journald (units) or log_command")
+        return logs
 
     def zone(self) -> tzinfo | None:
         """The zone of offset-less timestamps; None means this host's local time."""

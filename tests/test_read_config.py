@@ -435,3 +435,33 @@ def test_the_config_command_names_a_root_and_a_path_in_it(
 def test_the_config_command_refuses_an_unknown_root(sample_ops: tuple[Settings, Executor]) -> None:
     parsed = parse_command(sample_ops[0].policy, "config nginx/nginx.conf")
     assert isinstance(parsed, NotACommand) and "known config roots: checkout, payments" in parsed.why
+
+
+STRUCTURED_SECRETS = {
+    "block.yaml": (
+        "db:\n  password: |\n    correct horse\n    battery staple\n  user: app\n",
+        ["correct horse", "battery staple"],
+    ),
+    "list.yaml": ("passwords:\n  - aaaa1111\n  - bbbb2222\nuser: app\n", ["aaaa1111", "bbbb2222"]),
+    "anchor.yaml": ("anchors:\n  x: &p hunter2secret\ndb:\n  password: *p\n", ["hunter2secret"]),
+    "split.json": ('{"db": {"password":\n   "jsonsecret99", "host": "h"}}\n', ["jsonsecret99"]),
+    "docker.json": ('{"auths": {"reg.example.com": {"auth": "dXNlcjpwYXNzd29yZA=="}}}\n', ["dXNlcjpwYXNzd29yZA=="]),
+    "kubeconfig.yaml": (
+        "users:\n- name: u\n  user:\n    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQo=\n",
+        ["LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQo="],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRUCTURED_SECRETS))
+def test_a_whole_file_read_hides_secrets_only_its_structure_shows(tmp_path: Path, name: str) -> None:
+    from tools.configs import read_config_tool
+
+    text, secrets = STRUCTURED_SECRETS[name]
+    (tmp_path / name).write_text(text)
+    executor = Executor(Registry([read_config_tool(Policy(config_files={"t": ConfigRoot(path=tmp_path)}))]))
+    result = executor.run_one(ToolCall("1", "read_config", json.dumps({"name": "t", "path": name}))).result
+    assert result.ok
+    for secret in secrets:
+        assert secret not in result.render()
+    assert "[REDACTED:" in result.data["content"]

@@ -305,7 +305,9 @@ def _read_file(
     where = {"name": args.name, **({"path": shown} if args.path else {})}
     if args.key is None:
         note = f"cut at {root.max_bytes:,} bytes: the file is larger than the root's max_bytes" if cut else None
-        return ToolResult(ok=True, data={**where, "format": format_of(found[0], text), "content": text}, truncated=note)
+        kind, parsed = format_of(found[0], text)
+        content = _masked(text, parsed)
+        return ToolResult(ok=True, data={**where, "format": kind, "content": content}, truncated=note)
     if cut:
         return ToolResult.failure(
             ErrorType.failed,
@@ -482,6 +484,34 @@ def _lookup(where: dict[str, str], file_name: str, text: str, key: str) -> ToolR
         )
     value = _redacted(key.rsplit(".", 1)[-1], found)
     return ToolResult.success({**where, "format": kind, "key": key, "value": value})
+
+
+def _masked(text: str, parsed: Any) -> str:
+    """The file's text with every value that redaction hides in its parsed form masked too.
+
+    Text redaction alone misses what only the structure shows: a YAML block scalar under
+    `password: |`, a list under `passwords:`, a value on the line after its JSON key, an anchor
+    defined under an innocent key and used under a secret one."""
+    if parsed is None:
+        return text
+    for secret in sorted(_hidden_values(parsed, redact.redact(parsed)), key=len, reverse=True):
+        text = text.replace(secret, "[REDACTED:secret-value]")
+    return text
+
+
+# Shorter values would mask unrelated text; they are also too short to be worth stealing.
+_MIN_MASKED = 4
+
+
+def _hidden_values(original: Any, redacted: Any) -> set[str]:
+    if isinstance(original, dict) and isinstance(redacted, dict):
+        return set().union(*(_hidden_values(v, redacted.get(k)) for k, v in original.items()))
+    if isinstance(original, list) and isinstance(redacted, list) and len(original) == len(redacted):
+        return set().union(*(_hidden_values(o, r) for o, r in zip(original, redacted, strict=True)))
+    if isinstance(redacted, str) and redacted.startswith("[REDACTED") and redacted != original:
+        # A block scalar appears in the text line by line, indented: mask each line.
+        return {line.strip() for line in str(original).splitlines() if len(line.strip()) >= _MIN_MASKED}
+    return set()
 
 
 def _redacted(name: str, value: Any) -> Any:

@@ -11,19 +11,49 @@ lines are after `until` is bisected to where `until` is instead of being read do
 Every scan is capped in bytes read and wall time; a capped scan still answers and says that its
 count is a lower bound. A regex refused for its shape (nested repetition) never runs, and one
 that backtracks past its time box on a single search ends the query with a `timeout` result.
+
+Two more sources (config/policy_services.py has their format), both run through tools/runner.py
+(no shell, no stdin, minimal environment, process group killed on timeout, output capped):
+
+- `journald` units: one run of
+  `journalctl --no-pager --quiet --output=short-iso-precise --reverse --lines=JOURNAL_ENTRIES
+  --unit=U... [--since=@EPOCH] [--until=@EPOCH] [--priority=err|warning|info|debug]`.
+  The minimum level is journald's own priority (the short output shows none, so level words in
+  the text are not looked for); since/until are passed to journalctl and checked again on each
+  line's timestamp, with substring and regex, by the same matcher as files. The output is read
+  newest entry first and only its head is kept (`Sandbox(keep="head")`), so a cap drops the
+  oldest entries, never a stretch in the middle; entries (with their indented continuation
+  lines) are then put back in time order. journalctl is found on the fixed system PATH when the
+  tool is built (`query_logs_tool(policy, journalctl=...)` names another binary: tests only).
+- `log_command`: a command of `policy.commands`, prepared by the run_command machinery
+  (`CommandBook`: access, typed parameters, resolved executable) and run with its own timeout
+  and output cap, keeping the tail (its output is oldest first). Contract: query_logs fills the
+  parameter `since` with the query's since as whole seconds before now plus `s` (`7200s`) and
+  `lines` with how many newest lines to fetch (the parameter's max, at most COMMAND_LINES);
+  other parameters take their defaults. The asker needs the service's and the command's access;
+  a missing, `risk: write` or unfillable command is found when the tool is built and answered
+  with `unavailable` (Policy does not check it yet). Every filter, level words included, is
+  opsbot's own, as for files.
+
+A failing run is `unavailable` with a short excerpt of what it printed (redacted), a run past
+its timeout is `timeout`. With several sources, each is read on its own, their lines are merged
+by timestamp (an untimed line keeps its place after the line before it) and the newest `limit`
+shown; a failing source is a note as long as another one answered.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import gzip
+import math
 import os
 import re
 import stat
 import time
 import zlib
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from enum import Enum
@@ -33,8 +63,11 @@ from typing import IO, Any, Literal, Protocol
 import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from config.policy import Policy, Principal, Service
+from config.policy import Command, Policy, Principal, Service
 from tools.base import ErrorType, Tool, ToolResult
+from tools.commands import CommandBook
+from tools.redact import redact_text
+from tools.runner import SYSTEM_PATH, Completed, Sandbox, run, which
 
 LEVELS = ("DEBUG", "INFO", "WARN", "ERROR")
 
@@ -53,6 +86,19 @@ LONG_LINE_BYTES = 4 * MIB
 # How many lines to look through for a timestamp before calling a block untimed.
 STAMP_PROBE_LINES = 1_000
 LEVEL_HEAD_CHARS = 200
+
+# journald: at most this many entries per query, this much output, this long.
+JOURNAL_ENTRIES = 10_000
+JOURNAL_OUTPUT_BYTES = 8 * MIB
+JOURNAL_TIMEOUT_S = 10.0
+# log_command: at most this many lines asked for through a `lines` parameter.
+COMMAND_LINES = 10_000
+# The parameters of a log command that query_logs fills in itself.
+FILLED_PARAMS = ("since", "lines")
+EXCERPT_CHARS = 300
+_PRIORITIES = {"DEBUG": "debug", "INFO": "info", "WARN": "warning", "ERROR": "err"}
+# Killing and reaping a process group takes a moment after its own timeout.
+_REAP_GRACE_S = 5.0
 
 TIME_FORMATS = "ISO-8601 (2026-11-29T03:07:32Z), '2026-11-29 03:07:32' and syslog 'Nov 29 03:07:32'"
 TIME_HINT = (
@@ -94,7 +140,55 @@ class QueryLogsArgs(BaseModel):
         return value
 
 
-def query_logs_tool(policy: Policy) -> Tool:
+@dataclass(frozen=True)
+class Readers:
+    """How the sources that are not files are read: the journalctl binary (None: not installed),
+    the policy's commands, and why a command cannot serve as a log command, by command name."""
+
+    journalctl: str | None = None
+    commands: CommandBook | None = None
+    broken: Mapping[str, str] = field(default_factory=dict)
+
+
+def readers_for(policy: Policy, journalctl: str | None = None) -> Readers:
+    """Everything resolved once, when the tool is built: journalctl on the fixed system PATH
+    (`journalctl` overrides it: an absolute path, for tests), commands' executables by CommandBook."""
+    wanted = {s.log_command for s in policy.services.values() if s.log_command is not None}
+    broken = {}
+    for name in sorted(wanted):
+        problem = log_command_problem(policy, name)
+        if problem is not None:
+            broken[name] = problem
+    return Readers(
+        journalctl=journalctl if journalctl is not None else which("journalctl"),
+        commands=CommandBook(policy) if wanted else None,
+        broken=broken,
+    )
+
+
+def log_command_problem(policy: Policy, name: str) -> str | None:
+    """Why command `name` cannot be a service's log_command, or None. (A Policy-level validator
+    should say this when the file is loaded; until then query_logs says it.)"""
+    spec = policy.commands.get(name)
+    if spec is None:
+        declared = ", ".join(sorted(policy.commands)) or "none"
+        return f"log_command {name!r} is not declared under policy.commands (declared: {declared})"
+    if spec.risk != "read":
+        return f"log_command {name!r} is risk: {spec.risk}; a command that reads logs must be risk: read"
+    unfilled = sorted(key for key, param in spec.params.items() if key not in FILLED_PARAMS and param.required)
+    if unfilled:
+        return (
+            f"log_command {name!r} has parameter(s) {', '.join(unfilled)} without a default; query_logs fills "
+            f"only {' and '.join(FILLED_PARAMS)}"
+        )
+    return None
+
+
+def query_logs_tool(policy: Policy, journalctl: str | None = None) -> Tool:
+    """The query_logs tool on `policy`'s services. `journalctl` replaces the binary found on the
+    system PATH (tests point it at a fake); leave it None in production."""
+    readers = readers_for(policy, journalctl)
+
     def run(args: QueryLogsArgs, principal: Principal | None) -> ToolResult:
         service = policy.services.get(args.service)
         if service is None:
@@ -105,7 +199,7 @@ def query_logs_tool(policy: Policy) -> Tool:
                 f"you may not read the logs of {args.service}",
                 hint="tell the user who may read them; do not try other ways to get these logs",
             )
-        return query_logs(args, service)
+        return query_logs(args, service, principal, readers)
 
     return Tool(
         name="query_logs",
@@ -117,25 +211,94 @@ def query_logs_tool(policy: Policy) -> Tool:
         ),
         args_model=QueryLogsArgs,
         run=run,  # type: ignore[arg-type]
+        timeout_s=_tool_timeout(policy),
     )
 
 
-def query_logs(args: QueryLogsArgs, service: Service) -> ToolResult:
-    """The query on `service`'s files; every problem is a result, nothing raises."""
+def _tool_timeout(policy: Policy) -> float | None:
+    """How long the executor waits: None (its own timeout) for files only; with processes, the
+    sum of every source's own cap, since each source stops itself."""
+    services = policy.services.values()
+    commands = [policy.commands[s.log_command] for s in services if s.log_command in policy.commands]
+    if not commands and not any(s.journald for s in services):
+        return None
+    slowest = max((c.timeout_s for c in commands), default=0.0)
+    return SCAN_SECONDS + JOURNAL_TIMEOUT_S + slowest + 2 * _REAP_GRACE_S
+
+
+@dataclass
+class _Part:
+    """What one source gave: its scan, and how to say what was read."""
+
+    scan: _Scan
+    read: str  # "1.2 MB of 2 files", "14 KB of the journal of nginx.service"
+    notes: list[str]
+    source: str  # "files", "journald: nginx.service", "command: pod-logs"
+
+
+def query_logs(
+    args: QueryLogsArgs, service: Service, principal: Principal | None = None, readers: Readers | None = None
+) -> ToolResult:
+    """The query on `service`'s sources; every problem is a result, nothing raises."""
     filters = _filters(args, service.zone(), time.time())
     if isinstance(filters, ToolResult):
         return filters
-    files, missing = log_files(service.logs)
-    if not files:
-        return _unavailable(args.service, missing, [])
-    scan = _Scan(filters, args.limit)
+    if readers is None:
+        readers = Readers(journalctl=which("journalctl") if service.journald else None)
+    parts: list[_Part] = []
+    failures: list[ToolResult] = []
     try:
-        _scan_files(files, scan)
+        for source in _sources(args, service, filters, principal, readers):
+            if isinstance(source, ToolResult):
+                failures.append(source)
+            else:
+                parts.append(source)
     except _RegexTooSlow:
         return _regex_too_slow()
+    if not parts:
+        return _failed(failures)
+    for failure in failures:
+        assert failure.error is not None
+        parts[0].notes.append(failure.error.message)
+    # Services with files only keep the result they always had; the others also say their sources.
+    only_files = not (service.journald or service.log_command)
+    return _result(args.service, parts, filters, args.limit, with_sources=not only_files)
+
+
+def _sources(
+    args: QueryLogsArgs, service: Service, f: _Filters, principal: Principal | None, readers: Readers
+) -> Iterator[_Part | ToolResult]:
+    if service.logs:
+        yield _query_files(args.service, service, f, args.limit)
+    if service.journald:
+        yield _query_journal(args, service.journald, f, readers.journalctl)
+    if service.log_command:
+        yield _query_command(args, service.log_command, f, principal, readers)
+
+
+def _failed(failures: list[ToolResult]) -> ToolResult:
+    """The one failure, or all of them as one: `timeout` only if every source timed out."""
+    if len(failures) == 1:
+        return failures[0]
+    errors = [r.error for r in failures if r.error is not None]
+    every_timeout = all(e.type is ErrorType.timeout for e in errors)
+    return ToolResult.failure(
+        ErrorType.timeout if every_timeout else ErrorType.unavailable,
+        "no log source answered: " + "; ".join(e.message for e in errors),
+        hint=errors[0].hint if errors else "",
+    )
+
+
+def _query_files(name: str, service: Service, filters: _Filters, limit: int) -> _Part | ToolResult:
+    files, missing = log_files(service.logs)
+    if not files:
+        return _unavailable(name, missing, [])
+    scan = _Scan(filters, limit)
+    _scan_files(files, scan)
     if not scan.read:
-        return _unavailable(args.service, missing, scan.notes)
-    return _result(args.service, scan, missing)
+        return _unavailable(name, missing, scan.notes)
+    read = f"{_mb(scan.scanned)} of {_plural(len(scan.read), 'file')}"
+    return _Part(scan, read, missing + scan.notes, "files")
 
 
 def _unavailable(service: str, missing: list[str], problems: list[str]) -> ToolResult:
@@ -904,9 +1067,10 @@ def _mb(size: int) -> str:
     return f"{size / MIB:.1f} MB" if size >= MIB // 10 else f"{(size + 1023) // 1024} KB"
 
 
-def _result(service: str, scan: _Scan, missing: list[str]) -> ToolResult:
+def _result(service: str, parts: list[_Part], f: _Filters, limit: int, with_sources: bool) -> ToolResult:
+    scan = parts[0].scan if len(parts) == 1 else _merged(parts, f, limit)
     lines = _within_bytes([_shorten(line) for line in reversed(scan.newest_first)], OUTPUT_BYTES)
-    notes = missing + scan.notes
+    notes = [note for part in parts for note in part.notes]
     if len(lines) < len(scan.newest_first):
         notes.append(f"older lines were left out to stay within {OUTPUT_BYTES:,} bytes")
     if any(len(line) > MAX_LINE_CHARS for line in scan.newest_first):
@@ -918,26 +1082,48 @@ def _result(service: str, scan: _Scan, missing: list[str]) -> ToolResult:
         )
     data: dict[str, Any] = {
         "service": service,
-        "summary": _summary(scan, len(lines)),
+        "summary": _summary(scan, len(lines), ", ".join(part.read for part in parts)),
         "matches": scan.matches,
         "complete": scan.stopped is None,
         "shown": len(lines),
         "lines": "\n".join(lines),
-        "files": scan.read,
+        "files": [path for part in parts for path in part.scan.read],
     }
+    if with_sources:
+        data["sources"] = [part.source for part in parts]
     if notes:
         data["notes"] = notes
     return ToolResult.success(data)
 
 
-def _summary(scan: _Scan, shown: int) -> str:
+def _merged(parts: list[_Part], f: _Filters, limit: int) -> _Scan:
+    """One scan of several sources: counts added up, lines merged by time, the newest `limit` kept."""
+    merged = _Scan(f, limit)
+    keyed: list[tuple[float, int, int, str]] = []
+    for index, part in enumerate(parts):
+        merged.matches += part.scan.matches
+        merged.untimed += part.scan.untimed
+        merged.scanned += part.scan.scanned
+        when = -math.inf  # an untimed line keeps the time of the line before it
+        for seq, line in enumerate(reversed(part.scan.newest_first)):
+            stamp = _stamp_at(line, 0, f)
+            when = when if stamp is None else stamp
+            keyed.append((when, index, seq, line))
+    keyed.sort(key=lambda k: k[:3])
+    merged.newest_first = [line for *_, line in reversed(keyed[-limit:])]
+    stopped = [part.scan.stopped for part in parts if part.scan.stopped]
+    merged.stopped = " and ".join(stopped) if stopped else None
+    return merged
+
+
+def _summary(scan: _Scan, shown: int, read: str) -> str:
     """E.g. "37 matching lines, showing the last 20 (newest last); read 1.2 MB of 2 files"."""
     parts = [f"{'at least ' if scan.stopped else ''}{_plural(scan.matches, 'matching line')}"]
     if scan.matches == 0:
         parts = ["no matching lines"]
     if shown:
         parts.append(f", showing the last {shown} (newest last)" if shown < scan.matches else " (newest last)")
-    parts.append(f"; read {_mb(scan.scanned)} of {_plural(len(scan.read), 'file')}")
+    parts.append(f"; read {read}")
     if scan.stopped:
         parts.append(f"; the scan stopped early because {scan.stopped}: narrow with since/until to count further")
     return "".join(parts)
@@ -962,3 +1148,151 @@ def _within_bytes(lines: list[str], budget: int) -> list[str]:
             break
         keep += 1
     return lines[len(lines) - keep :]
+
+
+# ---------------------------------------------------------------- journald and log commands
+
+
+def journal_argv(journalctl: str, units: Iterable[str], level: str | None, f: _Filters) -> list[str]:
+    """The one journalctl run of a query: newest entries first, journald's own filters first."""
+    argv = [journalctl, "--no-pager", "--quiet", "--output=short-iso-precise", "--reverse"]
+    argv.append(f"--lines={JOURNAL_ENTRIES}")
+    argv += [f"--unit={unit}" for unit in units]
+    if f.since is not None:
+        argv.append(f"--since=@{math.floor(f.since)}")
+    if f.until is not None:
+        argv.append(f"--until=@{math.ceil(f.until)}")
+    if level is not None:
+        argv.append(f"--priority={_PRIORITIES[level]}")
+    return argv
+
+
+def _query_journal(args: QueryLogsArgs, units: list[str], f: _Filters, journalctl: str | None) -> _Part | ToolResult:
+    what = f"the journal of {', '.join(units)}"
+    if journalctl is None:
+        return ToolResult.failure(
+            ErrorType.unavailable,
+            f"journalctl is not installed on the opsbot host (looked for on {SYSTEM_PATH}), so {what} cannot be read",
+            hint="tell the user; the service's other log sources, if any, may still be read",
+        )
+    argv = journal_argv(journalctl, units, args.level, f)
+    done = run(argv, Sandbox(timeout_s=JOURNAL_TIMEOUT_S, max_output_bytes=JOURNAL_OUTPUT_BYTES, keep="head"))
+    failure = _run_failure(done, f"journalctl, reading {what},")
+    if failure is not None:
+        return failure
+    lines = done.output.split("\n")
+    if done.cut or lines[-1] == "":
+        lines.pop()  # a line cut by the cap, or the empty string after the last newline
+    entries = _entries(lines)
+    # The level was journald's priority; level words in the text mean nothing more here.
+    filters = dataclasses.replace(f, min_rank=None, tokens=(f.needle,) if f.needle else ())
+    scan = _Scan(filters, args.limit)
+    _scan_text("\n".join(line for entry in reversed(entries) for line in entry), done.output_bytes, scan)
+    if done.cut:
+        scan.stopped = f"journalctl's output reached its cap of {_mb(JOURNAL_OUTPUT_BYTES)}"
+    elif len(entries) >= JOURNAL_ENTRIES:
+        scan.stopped = f"journalctl returned its cap of {JOURNAL_ENTRIES:,} entries"
+    return _Part(scan, f"{_mb(done.output_bytes)} of {what}", [], f"journald: {', '.join(units)}")
+
+
+def _entries(newest_first: list[str]) -> list[list[str]]:
+    """Journal entries, newest first, each its lines in order: a line starting with white space
+    continues the entry above it (a multi-line message); "-- Boot ... --" markers are dropped."""
+    entries: list[list[str]] = []
+    for line in newest_first:
+        if line.startswith("-- ") and line.endswith(" --"):
+            continue
+        if line[:1].isspace() and entries:
+            entries[-1].append(line)
+        elif line:
+            entries.append([line])
+    return entries
+
+
+def _query_command(
+    args: QueryLogsArgs, name: str, f: _Filters, principal: Principal | None, readers: Readers
+) -> _Part | ToolResult:
+    if name in readers.broken or readers.commands is None:
+        problem = readers.broken.get(name, f"log_command {name!r} cannot be run")
+        return ToolResult.failure(
+            ErrorType.unavailable,
+            f"the logs of {args.service} cannot be read with a command: {problem}",
+            hint="tell the user the opsbot policy needs fixing; the service's other log sources may still be read",
+        )
+    spec = readers.commands.commands[name]
+    params = _filled_params(spec, f)
+    prepared = readers.commands.prepare(name, params, principal)
+    if isinstance(prepared, ToolResult):
+        if prepared.error is not None and prepared.error.type is ErrorType.invalid_args:
+            return ToolResult.failure(
+                ErrorType.unavailable,
+                f"log_command {name!r} refused the values query_logs filled in: {prepared.error.message}",
+                hint="tell the user the command's parameters in the opsbot policy need fixing",
+            )
+        return prepared
+    done = run(prepared.argv, dataclasses.replace(prepared.sandbox(), keep="tail"))
+    failure = _run_failure(done, f"command {name!r}")
+    if failure is not None:
+        return failure
+    lines = done.output.split("\n")
+    if done.cut:
+        lines.pop(0)  # cut in the middle by the cap
+    if lines and lines[-1] == "":
+        lines.pop()
+    scan = _Scan(f, args.limit)
+    _scan_text("\n".join(lines), done.output_bytes, scan)
+    asked = params.get("lines")
+    if done.cut:
+        scan.stopped = f"the output of {name!r} reached its cap of {_mb(spec.max_output_bytes)}"
+    elif asked is not None and len(lines) >= int(asked):
+        scan.stopped = f"{name!r} returned the {int(asked):,} lines asked for"
+    return _Part(scan, f"{_mb(done.output_bytes)} of the output of {name!r}", [], f"command: {name}")
+
+
+def _filled_params(spec: Command, f: _Filters) -> dict[str, str | int]:
+    """The values query_logs gives a log command: `since` and `lines`, when it declares them."""
+    params: dict[str, str | int] = {}
+    if "since" in spec.params and f.since is not None:
+        # Rounded first: now - (now - 7200) is 7200.0000002 in floating point, not 7201 s.
+        params["since"] = f"{max(1, math.ceil(round(f.now - f.since, 3)))}s"
+    if "lines" in spec.params:
+        top = spec.params["lines"].max
+        params["lines"] = min(COMMAND_LINES, top) if top is not None else COMMAND_LINES
+    return params
+
+
+def _scan_text(text: str, size: int, scan: _Scan) -> None:
+    """A whole output, oldest line first, through the matcher files go through."""
+    scan.scanned += size
+    if text:
+        scan.add(*_match_block(text, scan.f, scan.limit, _judge(text, scan.f)))
+
+
+def _run_failure(done: Completed, what: str) -> ToolResult | None:
+    """`unavailable` when the program could not start or failed, `timeout` when it was killed."""
+    if done.error is not None:
+        return ToolResult.failure(
+            ErrorType.unavailable, f"{what} could not run: {done.error}", hint="tell the user; do not retry"
+        )
+    if done.timed_out:
+        return ToolResult.failure(
+            ErrorType.timeout,
+            f"{what} was still running after {done.duration_s:.1f}s (its timeout) and was killed",
+            hint="narrow the query with since/until, or try later",
+        )
+    if done.exit_code != 0:
+        return ToolResult.failure(
+            ErrorType.unavailable,
+            f"{what} failed (exit code {done.exit_code}): {_excerpt(done.output)}",
+            hint="tell the user what it said; do not retry the same query",
+        )
+    return None
+
+
+def _excerpt(output: str) -> str:
+    """The last few lines a failing program printed (where its error usually is), short and redacted."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    text = " | ".join(lines[-3:]) or "(it printed nothing)"
+    if len(text) > EXCERPT_CHARS:
+        text = "…" + text[-EXCERPT_CHARS:]
+    return redact_text(text)

@@ -257,7 +257,7 @@ def _bearer(match: re.Match[str]) -> str:
 # words (DB_PASS, dbPass, smtp_pwd), since as substrings they are in bypass, compass, OLDPWD.
 _SECRET_WORD = (
     r"(?:passw(?:or)?d|passphrase|secret|token|credential|creds"
-    r"|(?:api|access|private|account|signing|encryption|master)[_.-]?key"
+    r"|(?:api|access|private|account|signing|encryption|master|client)[_.-]?key"
     r"|(?<![a-z])(?:pass|pwd)(?![a-z])|(?-i:Pass|Pwd)(?![a-z]))"
 )
 _SECRET_WORD_RE = re.compile(_SECRET_WORD, re.I)

@@ -13,7 +13,11 @@ Guarantees:
   itself to another session cannot be killed that way; it may still hold the output pipe, so the
   pipe is closed rather than waited on.
 - stdout and stderr are read together, interleaved. Beyond `max_output_bytes` the head and tail
-  are kept and the middle is cut, and the cut is said in the output and in `cut`.
+  are kept and the middle is cut, and the cut is said in the output and in `cut`. With
+  `Sandbox(keep="head")` (or `"tail"`) only the first (last) `max_output_bytes` are kept, so the
+  kept bytes are one unbroken stretch of the output (a log read newest first never has a gap);
+  then the output holds only those bytes, the cut is said in `cut` alone, and the stretch may
+  begin (tail) or end (head) in the middle of a line.
 - Resource limits go through prlimit(1) from util-linux (which sets them and execs the command),
   and another user through Popen's own setuid/setgid; `preexec_fn` is never used, as it is unsafe
   in a threaded program.
@@ -31,7 +35,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from tools.base import ErrorType, ToolResult
 
@@ -65,6 +69,7 @@ class Sandbox:
     cpu_s: int | None = None
     memory_bytes: int | None = None
     run_as: str | None = None
+    keep: Literal["ends", "head", "tail"] = "ends"  # which bytes of a too-long output are kept
 
 
 @dataclass(frozen=True)
@@ -100,7 +105,7 @@ def run(argv: Sequence[str], sandbox: Sandbox | None = None) -> Completed:
         process = _start(list(argv), box)
     except (_CannotStart, OSError, ValueError) as exc:
         return Completed(tuple(argv), None, error=_why(argv, exc))
-    capture = _Capture(box.max_output_bytes)
+    capture = _Capture(box.max_output_bytes, box.keep)
     timed_out = _supervise(process, capture, started + box.timeout_s)
     return Completed(
         argv=tuple(argv),
@@ -283,9 +288,10 @@ class _Capture:
     """The first and last bytes of a stream, and how long it was: memory stays bounded however
     much a process writes."""
 
-    def __init__(self, limit: int) -> None:
-        self.head_limit = limit - limit // 2
-        self.tail_limit = limit // 2
+    def __init__(self, limit: int, keep: Literal["ends", "head", "tail"] = "ends") -> None:
+        self.keep = keep
+        self.head_limit = {"ends": limit - limit // 2, "head": limit, "tail": 0}[keep]
+        self.tail_limit = limit - self.head_limit
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
@@ -305,7 +311,7 @@ class _Capture:
         return self.total - len(self.head) - len(self.tail)
 
     def text(self) -> str:
-        if not self.dropped:
+        if not self.dropped or self.keep != "ends":
             return bytes(self.head + self.tail).decode("utf-8", errors="replace")
         head = self.head.decode("utf-8", errors="replace")
         tail = self.tail.decode("utf-8", errors="replace")
@@ -314,6 +320,10 @@ class _Capture:
     def note(self) -> str | None:
         if not self.dropped:
             return None
+        if self.keep != "ends":
+            which_end = "first" if self.keep == "head" else "last"
+            kept = len(self.head) + len(self.tail)
+            return f"output was {self.total:,} bytes; only the {which_end} {kept:,} were kept"
         return (
             f"output was {self.total:,} bytes; {self.dropped:,} cut from the middle "
             f"(first {len(self.head):,} and last {len(self.tail):,} kept)"
