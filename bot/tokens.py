@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from bot.messages import Block, Message
+from tools.text import cut_middle as middle
 
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 4
@@ -32,6 +33,4 @@ def cut_middle(text: str, max_tokens: int) -> str:
     limit = max_tokens * CHARS_PER_TOKEN
     if len(text) <= limit:
         return text
-    keep = max(limit - 60, 40)
-    head, tail = text[: keep // 2], text[len(text) - keep // 2 :]
-    return f"{head}\n[... {len(text) - len(head) - len(tail):,} characters cut ...]\n{tail}"
+    return middle(text, max(limit - 60, 40)).text

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from config.policy_base import Principal
+from tools.text import cut_middle
 
 
 class ErrorType(StrEnum):
@@ -101,16 +102,13 @@ class ToolResult(BaseModel):
         return self._cut(text, 0, None)
 
     def _cut(self, text: str, keep: int, field: str | None) -> ToolResult:
-        head = text[: keep * 2 // 5]
-        tail = text[len(text) - (keep - len(head)) :] if keep > len(head) else ""
-        cut = len(text) - len(head) - len(tail)
-        shortened = f"{head}\n[... {cut:,} characters cut ...]\n{tail}"
+        short = cut_middle(text, keep, head_share=0.4)
         where = f"{field!r} " if field else "output "
         note = (
-            f"{where}was {len(text):,} characters; {cut:,} cut from the middle "
-            f"(first {len(head):,} and last {len(tail):,} kept). Narrow the query to see the rest."
+            f"{where}was {len(text):,} characters; {short.cut:,} cut from the middle "
+            f"(first {short.head:,} and last {short.tail:,} kept). Narrow the query to see the rest."
         )
-        data = {**self.data, field: shortened} if field is not None else shortened
+        data = {**self.data, field: short.text} if field is not None else short.text
         return self.model_copy(update={"data": data, "truncated": note})
 
 

@@ -1,0 +1,24 @@
+"""Cutting long text in the middle: the one way opsbot shortens what it shows, saying so aloud."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Cut:
+    text: str  # head, a marker saying how much was cut, tail
+    head: int  # characters kept from the start
+    tail: int  # characters kept from the end
+    cut: int  # characters left out
+
+
+def cut_middle(text: str, keep: int, head_share: float = 0.5) -> Cut:
+    """`text` with all but `keep` characters cut from the middle (head and tail matter most:
+    the start says what something is, the end holds the newest lines)."""
+    if len(text) <= keep:
+        return Cut(text, len(text), 0, 0)
+    head = text[: int(keep * head_share)]
+    tail = text[len(text) - (keep - len(head)) :] if keep > len(head) else ""
+    cut = len(text) - len(head) - len(tail)
+    return Cut(f"{head}\n[... {cut:,} characters cut ...]\n{tail}", len(head), len(tail), cut)
