@@ -18,7 +18,7 @@ from bot.loop import Agent
 from bot.memory import MemoryUnavailable, ThreadBusy
 from bot.prompts import busy_text, memory_unavailable_text
 from config.policy import Policy, Principal
-from tools.base import ToolResult
+from tools.base import ErrorType, ToolResult
 from tools.executor import ToolCall
 from tools.logs import LEVELS
 
@@ -80,7 +80,7 @@ def run_command(
         return _reset(agent, thread)
     assert isinstance(parsed, ToolCall)
     result = agent.executor.run_one(parsed, principal).result
-    return CommandOutput(render_result(result), ok=result.ok)
+    return CommandOutput(render_result(result, principal), ok=result.ok)
 
 
 def _reset(agent: Agent, thread: str) -> CommandOutput:
@@ -138,13 +138,43 @@ def _unknown(usage: str, kind: str, args: list[str], known: Iterable[str]) -> st
     return f"{given}Usage: {usage}; known {kind}s: {', '.join(sorted(known)) or 'none'}."
 
 
-def render_result(result: ToolResult) -> str:
-    """A tool result for people: the data as text, or the error with what to do."""
+def render_result(result: ToolResult, principal: Principal | None = None) -> str:
+    """A tool result for people: the data as text, or the error with what a person can do next.
+    Tools' hints are written for the model ("tell the user ..."); a person reading a direct
+    command's answer gets `_next_step` instead."""
     if result.error is not None:
-        hint = f"\n  {result.error.hint}" if result.error.hint else ""
+        step = _next_step(result, principal)
+        hint = f"\n  {step}" if step else ""
         return f"✗ {result.error.type.value}: {result.error.message}{hint}"
     text = _as_text(result.data)
     return f"{text}\n({result.truncated})" if result.truncated else text
+
+
+def _next_step(result: ToolResult, principal: Principal | None) -> str:
+    error = result.error
+    assert error is not None
+    if error.type is ErrorType.needs_approval:
+        data = result.data if isinstance(result.data, dict) else {}
+        command = data.get("command", "this command")
+        if principal is not None and principal.platform == "slack":
+            request = f" (request {data['id']})" if "id" in data else ""
+            return f"`{command}` changes things, so it waits for a person's approval{request}; ask an approver."
+        return (
+            f"`{command}` changes things, so it needs a person's approval; approvals happen in Slack — "
+            "run it there, or ask an approver."
+        )
+    if error.type is ErrorType.denied:
+        return (
+            "The reason above says who may; ask one of them to do it, or whoever maintains opsbot's policy "
+            "to give you access."
+        )
+    # What is left of a model-facing hint once the parts addressed to the model are gone.
+    parts = [part.strip() for part in (error.hint or "").split(";")]
+    kept = [part for part in parts if part and not part.lower().startswith(_MODEL_FACING)]
+    return "; ".join(kept)
+
+
+_MODEL_FACING = ("tell the user", "do not ", "don't ")
 
 
 def _as_text(data: object) -> str:

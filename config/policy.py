@@ -3,20 +3,39 @@
 Each part lives in its own module (policy_services, policy_commands, policy_configs); paths are
 resolved against the directory of the YAML file that declared them, so a config directory can
 be moved as a whole.
+
+Checks that need more than one part run on the whole policy: a service's `log_command` must
+name a declared `risk: read` command whose parameters query_logs can fill
+(`log_command_problem`, which query_logs uses too).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from config.policy_base import Access, Name, Principal, Strict
 from config.policy_commands import Command
 from config.policy_configs import ConfigFile
 from config.policy_services import Service
 
-__all__ = ["Access", "Command", "ConfigFile", "Name", "Policy", "Principal", "Service", "Strict"]
+__all__ = [
+    "FILLED_PARAMS",
+    "Access",
+    "Command",
+    "ConfigFile",
+    "Name",
+    "Policy",
+    "Principal",
+    "Service",
+    "Strict",
+    "log_command_problem",
+]
+
+# The parameters query_logs fills in a log_command (config/policy_services.py says how).
+FILLED_PARAMS = ("since", "lines")
 
 
 class Policy(Strict):
@@ -33,3 +52,38 @@ class Policy(Strict):
                 "config_files": {name: c.resolved(base) for name, c in self.config_files.items()},
             }
         )
+
+    @model_validator(mode="after")
+    def _log_commands_can_run(self) -> Policy:
+        # Raised as a ValidationError located at services.<name>.log_command, so check-config
+        # points at that line rather than at `policy:`.
+        errors = [
+            InitErrorDetails(
+                type=PydanticCustomError("value_error", "{problem}", {"problem": problem}),
+                loc=("services", name, "log_command"),
+                input=service.log_command,
+            )
+            for name, service in self.services.items()
+            if service.log_command is not None
+            and (problem := log_command_problem(self, service.log_command)) is not None
+        ]
+        if errors:
+            raise ValidationError.from_exception_data(type(self).__name__, errors)
+        return self
+
+
+def log_command_problem(policy: Policy, name: str) -> str | None:
+    """Why command `name` cannot be a service's log_command, or None."""
+    spec = policy.commands.get(name)
+    if spec is None:
+        declared = ", ".join(sorted(policy.commands)) or "none"
+        return f"log_command {name!r} is not declared under policy.commands (declared: {declared})"
+    if spec.risk != "read":
+        return f"log_command {name!r} is risk: {spec.risk}; a command that reads logs must be risk: read"
+    unfilled = sorted(key for key, param in spec.params.items() if key not in FILLED_PARAMS and param.required)
+    if unfilled:
+        return (
+            f"log_command {name!r} has parameter(s) {', '.join(unfilled)} without a default; query_logs fills "
+            f"only {' and '.join(FILLED_PARAMS)}"
+        )
+    return None

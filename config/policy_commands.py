@@ -36,10 +36,12 @@ Template rules, checked when the file is loaded:
   `--end-of-options`). opsbot never inserts `--` itself: only the author knows whether `-h` takes
   an argument, and some programs (`git log ref -- path`) give `--` another meaning.
 - Values starting with `-` are refused, always, unless the parameter says `allow_dash: true`, and
-  that is only accepted on an option's value: `--since={since}` (always safe) or `--since {since}`
-  (as safe as the program's parser: getopt takes the next element verbatim, but `git log --author
-  --help` prints help, so prefer the attached form). `find -- {path}` runs `-delete` as a predicate
-  despite the `--`, so `--` alone does not make a dash value safe.
+  that is only accepted where a value cannot be read as an option: attached to a long option,
+  `--since={since}`. A separate slot is refused with `allow_dash` wherever it stands: opsbot
+  cannot tell whether the element before it takes a value (`[git, log, --oneline, "{ref}"]` would
+  run `--output=/x` as an option and write a file), `git log --author --help` prints help even
+  though `--author` takes one, and `find -- {path}` runs `-delete` as a predicate despite the `--`.
+  A program with only short options (`grep -e`) usually has a long form (`--regexp={pattern}`).
 - The parameter type is the author's to choose: a slot that a program reads as code (`sh -c {cmd}`,
   `awk {program}`) runs whatever the pattern admits, so such a slot wants an `enum`.
 - Values never contain control characters (NUL, CR, LF, ...), are never empty and are at most
@@ -305,9 +307,9 @@ def _check_position(element: str, param: Parameter, option_argument: bool, after
             f"slot {element} would be a positional argument before any end of options: put '--' (or git's "
             f"'--end-of-options') before it, or make it the argument of an option such as [-u, '{element}']"
         )
-    if param.allow_dash and not option_argument:
+    if param.allow_dash:
         raise ValueError(
-            f"slot {element} allows values starting with '-' but is not an option's argument; '--' does not "
-            f"stop every program (find reads '-delete' after '--'), so allow_dash needs a slot such as "
-            f"'--since={element}' or [--since, '{element}']"
+            f"slot {element} allows values starting with '-' but is a separate argument, where such a value "
+            f"can be read as an option (after a flag that takes no value, '--output=/x' is one); allow_dash "
+            f"needs the value attached to a long option, such as '--since={element}'"
         )

@@ -1,7 +1,8 @@
 """Config roots the model may read: a directory (optionally narrowed by globs) or a single file.
 
 Inside a root some names are never read, whatever the globs say: private keys, certificates
-and keystores, SSH identities, dotenv files. A root may exempt names from the built-in patterns
+and keystores and their backup copies, SSH identities, dotenv and direnv files, cloud, Kubernetes
+and Docker credentials. A root may exempt names from the built-in patterns
 (`allow: [".env"]`) or add patterns of its own (`never_read`).
 """
 
@@ -14,28 +15,32 @@ from pydantic import Field, field_validator
 
 from config.policy_base import Access, Strict, absolute
 
+# Key material, whose copies (`tls.key.bak`, `tls.key~`, `tls.pem.old`) are as secret as the original.
+_KEY_SUFFIXES = ("pem", "key", "p12", "pfx", "jks", "keystore", "ppk", "gpg", "kdbx")
+_BACKUP_SUFFIXES = (".bak", ".old", ".orig", ".save", ".backup", "~")
+
 # Matched case-insensitively against every name on the way to a file: `.ssh/config` is refused
-# because of `.ssh`, `TLS.KEY` because of `*.key`.
+# because of `.ssh`, `TLS.KEY` because of `*.key`, `.aws/credentials` because of `.aws`.
 NEVER_READ: tuple[str, ...] = (
-    "*.pem",
-    "*.key",
-    "*.p12",
-    "*.pfx",
-    "*.jks",
-    "*.keystore",
-    "*.ppk",
-    "*.gpg",
-    "*.kdbx",
+    *(f"*.{suffix}" for suffix in _KEY_SUFFIXES),
+    *(f"*.{suffix}{backup}" for suffix in _KEY_SUFFIXES for backup in _BACKUP_SUFFIXES),
     "id_*",
     ".env",
     ".env.*",
+    ".env~",
     "*.env",
+    ".envrc",  # direnv: exported secrets
     ".netrc",
     ".pgpass",
     ".htpasswd",
     ".git-credentials",
     ".ssh",
     ".gnupg",
+    ".aws",  # credentials, config with keys
+    ".kube",  # kubeconfigs: cluster credentials
+    "kubeconfig",
+    "*.kubeconfig",
+    ".docker",  # config.json holds registry auths
 )
 
 

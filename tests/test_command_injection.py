@@ -200,17 +200,17 @@ class Template:
 def templates(repo: Path) -> dict[str, Template]:
     return {
         "printf": Template(["printf", "--", "[%s]", "{v}"], ANY, echo="[{v}]"),
-        "awk": Template(["awk", "--", "BEGIN { printf \"%s\", ARGV[1] }", "{v}"], ANY, echo="{v}"),
+        "awk": Template(["awk", "--", 'BEGIN { printf "%s", ARGV[1] }', "{v}"], ANY, echo="{v}"),
         "ls": Template(["ls", "-d", "--", "{v}"], ANY),
         "find": Template(["find", "--", "{v}", "-maxdepth", "0"], ANY),
         # --force-local: GNU tar reads "host:file" as a remote archive and runs a remote shell.
-        "tar": Template(["tar", "--force-local", "-t", "-f", "{v}"], {**ANY, "allow_dash": True}),
+        "tar": Template(["tar", "--force-local", "-t", "--file={v}"], {**ANY, "allow_dash": True}),
         "git-rev": Template(["git", "-C", str(repo), "log", "--oneline", "--end-of-options", "{v}", "--"], ANY),
         "git-author": Template(
             ["git", "-C", str(repo), "log", "--format=%an", "--fixed-strings", "--author={v}"],
             {**ANY, "allow_dash": True},
         ),
-        "grep": Template(["grep", "-c", "-F", "-e", "{v}", "--", "/etc/hostname"], {**ANY, "allow_dash": True}),
+        "grep": Template(["grep", "-c", "-F", "--regexp={v}", "--", "/etc/hostname"], {**ANY, "allow_dash": True}),
     }
 
 

@@ -111,3 +111,36 @@ def test_reset_with_redis_down_says_so(own_redis, model_server, sample):
     own_redis.stop()
     output = run_command(agent, "reset", "t")
     assert not output.ok and "memory failed" in output.text and "Redis" in output.text
+
+
+def test_a_write_command_in_the_terminal_says_where_approvals_happen(model_server, make_agent, sample):
+    from config.policy import Principal
+
+    agent = make_agent(model_server(lambda body: Reply(content="unused")))
+    parsed = parse_command(sample.policy, "run restart service=checkout")
+    output = run_command(agent, parsed, "t", Principal(platform="cli", user="ops"))
+    assert not output.ok
+    assert "`restart` changes things, so it needs a person's approval" in output.text
+    assert "approvals happen in Slack" in output.text
+    assert "do not call it again" not in output.text and "tell the user" not in output.text
+
+
+def test_a_denied_direct_command_says_who_may_and_no_model_hints(sample):
+    from bot.commands import render_result
+    from config.policy import Command, Policy, Principal
+    from tools.commands import RunCommandArgs, run_command_tool
+
+    policy = Policy(commands={"uptime": Command(description="u", argv=["uptime"], access={"groups": ["oncall"]})})
+    tool = run_command_tool(policy)
+    result = tool.run(RunCommandArgs(command="uptime"), Principal(platform="cli", user="ops"))
+    text = render_result(result, Principal(platform="cli", user="ops"))
+    assert "a group among oncall" in text and "ask one of them" in text
+    assert "tell the user" not in text and "do not try" not in text
+
+
+def test_model_facing_parts_of_other_hints_are_left_out():
+    from bot.commands import render_result
+    from tools.base import ErrorType, ToolResult
+
+    result = ToolResult.failure(ErrorType.unavailable, "x is not installed", hint="tell the user; try df instead")
+    assert render_result(result).splitlines() == ["✗ unavailable: x is not installed", "  try df instead"]

@@ -288,6 +288,30 @@ def test_unreadable_file_is_one_problem(tmp_path: Path) -> None:
             "required",
             id="missing-field-points-at-its-parent",
         ),
+        pytest.param(
+            "policy:\n  services:\n    shop:\n      log_command: pod-logs\n",
+            "log_command",
+            "policy.services.shop.log_command",
+            "'pod-logs' is not declared under policy.commands (declared: none)",
+            id="log-command-not-declared",
+        ),
+        pytest.param(
+            "policy:\n  services:\n    shop:\n      log_command: pod-logs\n"
+            "  commands:\n    pod-logs: {description: x, argv: [/bin/true], risk: write}\n",
+            "log_command",
+            "policy.services.shop.log_command",
+            "must be risk: read",
+            id="log-command-that-writes",
+        ),
+        pytest.param(
+            "policy:\n  services:\n    shop:\n      log_command: pod-logs\n  commands:\n    pod-logs:\n"
+            "      description: x\n      argv: [/bin/echo, --, '{ns}', '{since}']\n"
+            "      params: {ns: {enum: [a]}, since: {pattern: '[0-9]+s'}}\n",
+            "log_command",
+            "policy.services.shop.log_command",
+            "parameter(s) ns without a default",
+            id="log-command-with-a-parameter-opsbot-cannot-fill",
+        ),
     ],
 )
 def test_each_kind_of_problem_has_its_line_and_key_path(

@@ -1,4 +1,4 @@
-"""query_logs (tools/logs.py): filters, rotation and .gz, counts, caps, refusals, reading from the end."""
+"""query_logs (tools/logs.py, tools/log_*.py): filters, rotation and .gz, counts, caps, refusals, reading."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+import tools.log_files as log_files
+import tools.log_scan as log_scan
 import tools.logs as logs
 from bot.commands import parse_command
 from config.policy import Access, Policy, Principal, Service
@@ -90,7 +92,8 @@ def sample_lines(service: str) -> list[str]:
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Blocks of 1 KB, so a small file spans many: block edges get exercised."""
-    monkeypatch.setattr(logs, "BLOCK_BYTES", 1024)
+    monkeypatch.setattr(log_scan, "BLOCK_BYTES", 1024)
+    monkeypatch.setattr(log_files, "BLOCK_BYTES", 1024)
 
 
 # ---------------------------------------------------------------- the sample environment
@@ -164,7 +167,7 @@ def test_no_match_says_so(tmp_path: Path) -> None:
 def test_a_scan_ended_by_a_cap_says_at_least(
     tmp_path: Path, small_blocks: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(logs, "COUNT_SCAN_BYTES", 8 * 1024)
+    monkeypatch.setattr(log_scan, "COUNT_SCAN_BYTES", 8 * 1024)
     lines = [entry(n, "ERROR") for n in range(2000)]  # ~90 KB: far more than the count cap
     data = query(shop(write(tmp_path / "shop.log", lines)), level="ERROR", limit=10)
     assert lines_of(data) == lines[-10:]
@@ -176,7 +179,7 @@ def test_a_scan_ended_by_a_cap_says_at_least(
 def test_the_hard_scan_cap_bounds_a_search_that_finds_nothing(
     tmp_path: Path, small_blocks: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(logs, "MAX_SCAN_BYTES", 16 * 1024)
+    monkeypatch.setattr(log_scan, "MAX_SCAN_BYTES", 16 * 1024)
     path = write(tmp_path / "shop.log", [entry(0, text="needle")] + [entry(n) for n in range(1, 3000)])
     data = query(shop(path), contains="needle")
     assert data["matches"] == 0 and data["complete"] is False
@@ -271,7 +274,7 @@ def test_a_gz_is_streamed_and_its_newest_matches_kept(tmp_path: Path, small_bloc
 def test_a_gz_larger_than_the_scan_cap_is_read_in_part_and_said_so(
     tmp_path: Path, small_blocks: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(logs, "MAX_SCAN_BYTES", 32 * 1024)
+    monkeypatch.setattr(log_scan, "MAX_SCAN_BYTES", 32 * 1024)
     write(tmp_path / "app.log.1.gz", [entry(n) for n in range(5000)], mtime=time.time() - 60)
     data = query(shop(tmp_path / "app.log"), limit=5)
     assert data["complete"] is False and data["summary"].startswith("at least")
@@ -307,6 +310,77 @@ def test_a_fifo_is_never_opened(tmp_path: Path) -> None:
     result = run(shop(tmp_path / "shop.log"), {"service": "shop"})
     assert result.status == "unavailable" and result.error is not None
     assert "not a regular file" in result.error.message
+
+
+def test_a_rotated_sibling_that_is_a_symlink_is_not_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = write(outside / "secret", [entry(0, "ERROR", text="TOPSECRET")])
+    logs_dir = tmp_path / "logs"
+    logs_dir.mkdir()
+    current = write(logs_dir / "shop.log", [entry(5, "ERROR")])
+    (logs_dir / "shop.log.1").symlink_to(secret)
+    for executor in (shop(current), shop(logs_dir / "shop*.log*")):
+        data = query(executor)
+        assert "TOPSECRET" not in data["lines"]
+        assert lines_of(data) == [entry(5, "ERROR")]
+        assert any("shop.log.1 is a symbolic link and was not read" in note for note in data["notes"])
+
+
+def test_the_declared_log_path_may_be_a_symlink(tmp_path: Path) -> None:
+    """The operator wrote this path out: it is followed, to a regular file only."""
+    real = write(tmp_path / "real.log", [entry(1, "ERROR")])
+    declared = tmp_path / "shop.log"
+    declared.symlink_to(real)
+    assert lines_of(query(shop(declared))) == [entry(1, "ERROR")]
+    fifo_link = tmp_path / "fifo.log"
+    os.mkfifo(tmp_path / "fifo")
+    fifo_link.symlink_to(tmp_path / "fifo")
+    assert run(shop(fifo_link), {"service": "shop"}).status == "unavailable"
+
+
+@pytest.mark.parametrize("swap", ["fifo", "symlink"])
+def test_a_file_swapped_between_listing_and_open_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swap: str
+) -> None:
+    secret = write(tmp_path / "secret", [entry(0, "ERROR", text="TOPSECRET")])
+    current = write(tmp_path / "shop.log", [entry(5, "ERROR")])
+    rotated = write(tmp_path / "shop.log.1", [entry(1, "ERROR")])
+    real_open = os.open
+
+    def swapping_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if str(path) == str(rotated):
+            os.remove(rotated)
+            if swap == "fifo":
+                os.mkfifo(rotated)
+            else:
+                rotated.symlink_to(secret)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", swapping_open)
+    begun = time.monotonic()
+    data = query(shop(current))
+    assert time.monotonic() - begun < 5, "a FIFO must not block the query"
+    assert lines_of(data) == [entry(5, "ERROR")]
+    assert "TOPSECRET" not in data["lines"]
+    said = "no longer a regular file" if swap == "fifo" else "symbolic link"
+    assert any(f"{rotated} could not be read" in note and said in note for note in data["notes"]), data
+
+
+def test_a_declared_file_swapped_for_a_fifo_does_not_hang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    current = write(tmp_path / "shop.log", [entry(5, "ERROR")])
+    real_open = os.open
+
+    def swapping_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if str(path) == str(current):
+            os.remove(current)
+            os.mkfifo(current)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", swapping_open)
+    result = run(shop(current), {"service": "shop"})
+    assert result.status == "unavailable" and result.error is not None
+    assert "no longer a regular file" in result.error.message
 
 
 def test_crlf_and_invalid_utf8_are_read(tmp_path: Path) -> None:
@@ -498,7 +572,7 @@ def test_until_far_back_in_a_big_file_is_bisected_not_read(
         ends.append(end)
         return real(handle, end)
 
-    monkeypatch.setattr(logs, "_backwards", spy)
+    monkeypatch.setattr(log_scan, "_backwards", spy)
     data = query(shop(path), level="ERROR", until=iso(BASE + timedelta(seconds=1000)), limit=3)
     assert lines_of(data) == [entry(n, "ERROR") for n in (800, 900, 1000)]
     assert data["matches"] == 11 and data["complete"] is True
@@ -547,12 +621,49 @@ def test_a_catastrophic_regex_that_passes_the_check_is_time_boxed(tmp_path: Path
     lines = [entry(n, text="a" * 40 + "!") for n in range(50)]
     executor = shop(write(tmp_path / "shop.log", lines))
     begun = time.monotonic()
-    result = run(executor, {"service": "shop", "regex": r"(a|aa)+$"})
+    # (a|aa)+ is refused by its shape now; [a] is not a literal, so this one passes the check.
+    result = run(executor, {"service": "shop", "regex": r"(a|[a])+b"})
     elapsed = time.monotonic() - begun
     assert result.status == "timeout" and result.error is not None
     assert result.error.retryable is False, "running it again would only time out again"
     assert "simpler pattern" in result.error.hint
     assert elapsed < logs.REGEX_SEARCH_SECONDS + 1.5
+
+
+def test_one_deadline_covers_every_search_of_a_query(tmp_path: Path) -> None:
+    """Each search stays under its own 0.5 s, but together they would take far longer than the cap."""
+    lines = [entry(n, text="a" * 19) for n in range(400)]
+    executor = shop(write(tmp_path / "shop.log", lines))
+    for args in ({"regex": r"(a|[a])+b", "contains": "a"}, {"regex": r"(?=.*a)(a|[a])+b"}):
+        begun = time.monotonic()
+        result = run(executor, {"service": "shop", **args})
+        elapsed = time.monotonic() - begun
+        assert elapsed < logs.SCAN_SECONDS + 1.5, args
+        assert result.status == "timeout" and result.error is not None, result
+        assert result.error.retryable is False
+        assert "simpler pattern" in result.error.hint
+
+
+def test_a_query_out_of_time_answers_with_what_it_found(tmp_path: Path) -> None:
+    lines = [entry(n, text="a" * 19 + ("b" if n % 40 == 0 else "")) for n in range(400)]
+    executor = shop(write(tmp_path / "shop.log", lines))
+    begun = time.monotonic()
+    data = query(executor, regex=r"(a|[a])+b", contains="a")
+    assert time.monotonic() - begun < logs.SCAN_SECONDS + 1.5
+    assert data["complete"] is False and data["matches"] >= 1
+    assert "at least" in data["summary"] and "cap of 5 s" in data["summary"]
+
+
+@pytest.mark.parametrize("pattern", [r"(a|aa)+", r"(a|a)+b", r"(?:ab|a|b)*c", r"x(foo|fo|o){2,}", r"(\.|\.)+"])
+def test_overlapping_alternatives_under_a_repeat_are_refused(tmp_path: Path, pattern: str) -> None:
+    result = run(shop(write(tmp_path / "shop.log", [entry(1)])), {"service": "shop", "regex": pattern})
+    assert result.status == "invalid_args" and result.error is not None
+    assert "overlap" in result.error.message
+
+
+@pytest.mark.parametrize("pattern", [r"(ab|ac)+", r"(a|ab)+", r"(a|aa)", r"(GET|POST|PUT)+ /"])
+def test_distinct_alternatives_are_not_refused(tmp_path: Path, pattern: str) -> None:
+    assert run(shop(write(tmp_path / "shop.log", [entry(1)])), {"service": "shop", "regex": pattern}).ok
 
 
 @pytest.mark.parametrize(("pattern", "says"), [(r"(unclosed", "does not compile"), (r"\Aerror", "^ and $")])

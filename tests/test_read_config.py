@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import time
@@ -343,6 +344,39 @@ def test_the_built_in_patterns_cover_the_issue() -> None:
     assert {"*.pem", "*.key", "id_*", "*.p12", ".env"} <= set(NEVER_READ)
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".envrc",
+        ".aws/credentials",
+        ".kube/config",
+        ".docker/config.json",
+        "prod.kubeconfig",
+        "kubeconfig",
+        "tls.key.bak",
+        "tls.pem.bak",
+        "tls.key~",
+        "server.PEM.old",
+        "store.jks.orig",
+        ".env~",
+    ],
+)
+def test_credentials_and_key_backups_are_never_read(tmp_path: Path, path: str) -> None:
+    write(tmp_path / path, "token: do-not-show\n")
+    write(tmp_path / "app.yaml", "a: 1\n")
+    ex = executor(c=ConfigRoot(path=tmp_path))
+    result = read(ex, "c", path)
+    assert result.status == "denied" and "never read" in result.error.message, result  # type: ignore[union-attr]
+    assert "do-not-show" not in result.render()
+    assert read(ex, "c").data["files"] == ["app.yaml"]
+
+
+def test_names_like_the_new_patterns_are_still_read(tmp_path: Path) -> None:
+    for name in ("keys.yaml", "docker-compose.yaml", "kube-proxy.conf", "backup.yaml", "envoy.yaml"):
+        write(tmp_path / name, "a: 1\n")
+    assert len(read(executor(c=ConfigRoot(path=tmp_path)), "c").data["files"]) == 5
+
+
 # ---------------------------------------------------------------- access
 
 
@@ -386,6 +420,48 @@ def test_follow_symlinks_reads_a_configmap_and_still_refuses_keys(tmp_path: Path
     renamed = read(ex, "c", "innocent.yaml")
     assert renamed.status == "denied" and "'*.key'" in renamed.error.message  # type: ignore[union-attr]
     assert "not for you" not in renamed.render()
+
+
+def test_a_single_file_root_that_is_a_link_says_which_setting_to_change(tmp_path: Path) -> None:
+    configmap(tmp_path)
+    result = read(executor(c=ConfigRoot(path=tmp_path / "app.yaml")), "c")
+    assert result.status == "denied", result
+    assert "set `follow_symlinks: true` for config root 'c'" in result.error.hint  # type: ignore[union-attr]
+    assert "without path" not in result.error.hint  # type: ignore[union-attr]
+    followed = read(executor(c=ConfigRoot(path=tmp_path / "app.yaml", follow_symlinks=True)), "c", key="db.host")
+    assert followed.data["value"] == "from-configmap"
+
+
+def test_a_single_file_root_on_a_linked_key_is_refused_as_a_key(tmp_path: Path) -> None:
+    configmap(tmp_path)
+    result = read(executor(c=ConfigRoot(path=tmp_path / "tls.key")), "c")
+    assert result.status == "denied" and "'*.key'" in result.error.message  # type: ignore[union-attr]
+
+
+def test_a_link_out_of_the_root_names_the_path_asked_for_not_its_target(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    write(tmp_path / "elsewhere" / "secret.yaml", "password: x\n")
+    root.mkdir()
+    (root / "sub").symlink_to("../elsewhere")
+    result = read(executor(c=ConfigRoot(path=root, follow_symlinks=True)), "c", "sub/secret.yaml")
+    message = result.error.message  # type: ignore[union-attr]
+    assert result.status == "denied" and "'sub/secret.yaml' in config root 'c'" in message, message
+    assert "outside the root" in message and "elsewhere" not in result.render()
+
+
+def test_a_file_opsbot_may_not_read_is_named(conf: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_open = os.open
+
+    def refusing_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if path == "app.yaml":
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refusing_open)
+    result = read(executor(c=ConfigRoot(path=conf)), "c", "app.yaml")
+    message = result.error.message  # type: ignore[union-attr]
+    assert result.status == "denied" and "read 'app.yaml' in config root 'c' (Permission denied)" in message
+    assert str(conf) not in result.render()
 
 
 def test_a_fifo_root_does_not_hang(tmp_path: Path) -> None:

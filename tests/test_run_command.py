@@ -3,6 +3,7 @@ sandbox that kills whole process trees, caps output and leaks no environment."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -24,7 +25,7 @@ from tools.base import Registry, ToolResult
 from tools.catalog import ops_tools
 from tools.commands import ApprovalRequest, CommandBook, run_approved, run_command_tool
 from tools.executor import Executor, RetryPolicy, ToolCall
-from tools.runner import BASE_ENV, Sandbox, run, which
+from tools.runner import BASE_ENV, Sandbox, as_tool_result, run, which
 
 FAST = RetryPolicy(timeout_s=20, retries=0, backoff_s=0.01)
 ALICE = Principal(platform="slack", user="U_ALICE", team="T1", channel="C_OPS", groups=frozenset({"oncall"}))
@@ -185,10 +186,7 @@ def test_parameters_given_to_a_command_without_any_are_refused() -> None:
 def listing() -> Executor:
     return executor(
         ls=command(["ls", "-d", "--", "{path}"], {"path": {"pattern": ".+"}}),
-        since=command(
-            ["find", "/", "-maxdepth", "0", "-printf", "{since}"],
-            {"since": {"pattern": "-?[0-9]+h", "allow_dash": True}},
-        ),
+        since=command(["echo", "--since={since}"], {"since": {"pattern": "-?[0-9]+h", "allow_dash": True}}),
     )
 
 
@@ -203,8 +201,8 @@ def test_the_authors_end_of_options_stays_before_the_slot(listing: Executor) -> 
     assert argv_of(result)[1:] == ["-d", "--", "/"] and result.data["output"] == "/\n"
 
 
-def test_an_option_argument_slot_may_allow_a_dash(listing: Executor) -> None:
-    assert call(listing, "since", {"since": "-2h"}).data["output"] == "-2h"
+def test_an_attached_option_value_may_allow_a_dash(listing: Executor) -> None:
+    assert call(listing, "since", {"since": "-2h"}).data["output"] == "--since=-2h\n"
     assert call(listing, "since", {"since": "-2x"}).status == "invalid_args"
 
 
@@ -225,8 +223,13 @@ def test_empty_and_overlong_values_are_refused(listing: Executor) -> None:
         (["ls", "{path}"], {"path": {"pattern": ".+"}}, "put '--'"),
         (["ls", "-d", "{a}", "{b}"], {"a": {"pattern": ".+"}, "b": {"pattern": ".+"}}, "slot {b} would be"),
         (["ls", "--color=never", "{p}"], {"p": {"pattern": ".+"}}, "slot {p} would be a positional"),
-        (["find", "--", "{p}"], {"p": {"pattern": ".+", "allow_dash": True}}, "allow_dash needs a slot"),
+        (["find", "--", "{p}"], {"p": {"pattern": ".+", "allow_dash": True}}, "allow_dash needs"),
         (["git", "log", "--end-of-options", "{r}"], {"r": {"pattern": ".+", "allow_dash": True}}, "allow_dash"),
+        # --oneline takes no value, so a dash value after it would be an option of its own (--output=/x).
+        (["git", "log", "--oneline", "{ref}"], {"ref": {"pattern": ".+", "allow_dash": True}}, "allow_dash needs"),
+        (["journalctl", "--since", "{s}"], {"s": {"pattern": ".+", "allow_dash": True}}, "allow_dash needs"),
+        (["grep", "-e", "{p}", "--", "f"], {"p": {"pattern": ".+", "allow_dash": True}}, "allow_dash needs"),
+        (["ls", "-n", "{n}"], {"n": {"min": -5, "max": 5, "allow_dash": True}}, "allow_dash needs"),
         (["journalctl", "-S{since}"], {"since": {"pattern": ".+"}}, "inside a larger string"),
         (["ls", "--", "x{path}"], {"path": {"pattern": ".+"}}, "inside a larger string"),
         (["ls", "--", "--x={path}={path}"], {"path": {"pattern": ".+"}}, "inside a larger string"),
@@ -443,6 +446,33 @@ def test_run_approved_checks_the_current_policy(restart_policy: Policy, tmp_path
     assert not (tmp_path / "restarted-a").exists()
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"env": {"RESTART_MODE": "hard"}},
+        {"run_as": "nobody"},
+        {"limits": {"cpu_s": 1}},
+        {"timeout_s": 300},
+        {"max_output_bytes": 10},
+    ],
+)
+def test_run_approved_refuses_when_how_it_runs_changed(
+    restart_policy: Policy, tmp_path: Path, change: dict[str, Any]
+) -> None:
+    request = ask(restart_policy, str(tmp_path / "restarted-a"))
+    spec = restart_policy.commands["restart"]
+    changed = Command.model_validate({**spec.model_dump(), **change})
+    result = run_approved(Policy(commands={"restart": changed}), request, ALICE)
+    assert result.status == "denied" and "changed in the policy" in result.error.message, result
+    assert not (tmp_path / "restarted-a").exists()
+
+
+def test_a_tampered_digest_is_refused(restart_policy: Policy, tmp_path: Path) -> None:
+    request = ask(restart_policy, str(tmp_path / "restarted-a"))
+    assert run_approved(restart_policy, request.model_copy(update={"digest": "0" * 64}), ALICE).status == "denied"
+    assert not (tmp_path / "restarted-a").exists()
+
+
 def test_run_approved_refuses_an_expired_request(restart_policy: Policy, tmp_path: Path) -> None:
     request = ask(restart_policy, str(tmp_path / "restarted-a"))
     late = datetime.now(UTC) + timedelta(seconds=901)
@@ -537,6 +567,13 @@ def test_a_child_that_escapes_its_session_does_not_block_the_run() -> None:
 def test_timeout_keeps_the_output_so_far() -> None:
     done = run(["/bin/sh", "-c", "echo before; sleep 5"], Sandbox(timeout_s=0.5))
     assert done.timed_out and done.output == "before\n" and done.exit_code == -9
+
+
+def test_a_timeout_message_names_the_configured_timeout_not_the_time_the_kill_took() -> None:
+    done = run(["/bin/sh", "-c", "sleep 5"], Sandbox(timeout_s=0.5))
+    slow_kill = dataclasses.replace(done, duration_s=1.734)  # killing and reaping took a while
+    message = as_tool_result(slow_kill).error.message
+    assert "timeout of 0.5s" in message and "1.7" not in message, message
 
 
 # ================================================================ the runner: output, environment, stdin

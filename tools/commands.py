@@ -11,10 +11,16 @@ refused parameters (`invalid_args`, saying what each parameter accepts), a missi
 (`unavailable`). A `risk: write` command is then not run: the result is `needs_approval` with an
 `ApprovalRequest` in `data`, and only `run_approved`, called by a front end once a person has
 approved, runs it. `run_approved` is not a tool, so the model cannot approve its own requests.
+An approval is bound to everything that decides how the command runs (`Prepared.digest`: argv,
+environment, user, limits, timeout, output cap, working directory): a policy change to any of
+them between the request and the approval refuses the run.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import shlex
 import uuid
 from collections.abc import Mapping
@@ -25,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from config.policy import Access, Command, Policy, Principal
 from tools.base import ErrorType, Tool, ToolResult
-from tools.runner import Sandbox, as_tool_result, run, which
+from tools.runner import WORKING_DIRECTORY, Sandbox, as_tool_result, run, which
 
 ParamValue = StrictStr | StrictInt
 
@@ -49,6 +55,7 @@ class ApprovalRequest(BaseModel):
     description: str
     params: dict[str, str] = Field(description="every parameter's value as checked, defaults included")
     argv: tuple[str, ...] = Field(description="the resolved argv that will run, executable first")
+    digest: str = Field(description="of everything that decides how it runs (Prepared.digest)")
     requested_by: Principal | None
     created_at: datetime
     expires_at: datetime
@@ -74,6 +81,15 @@ class Prepared:
             run_as=self.spec.run_as,
         )
 
+    def digest(self) -> str:
+        """A hash of everything that decides how the command runs: the argv and the whole sandbox
+        (environment, user, limits, timeout, output cap) and the working directory."""
+        box = self.sandbox()
+        sandbox = {f.name: getattr(box, f.name) for f in dataclasses.fields(box)}
+        sandbox["env"] = dict(box.env)
+        text = json.dumps({"argv": self.argv, "sandbox": sandbox, "cwd": WORKING_DIRECTORY}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
     def execute(self) -> ToolResult:
         return as_tool_result(run(self.argv, self.sandbox()), extra={"command": self.name, "argv": list(self.argv)})
 
@@ -84,6 +100,7 @@ class Prepared:
             description=self.spec.description,
             params=self.params,
             argv=self.argv,
+            digest=self.digest(),
             requested_by=principal,
             created_at=created,
             expires_at=created + timedelta(seconds=self.spec.approval_ttl_s),
@@ -215,6 +232,13 @@ def _approval_refusal(
         return ToolResult.failure(
             ErrorType.denied,
             f"the approved argv differs from what {request.command!r} runs with these parameters now; nothing was run",
+            hint="ask for the command again and approve the new request",
+        )
+    if prepared.digest() != request.digest:
+        return ToolResult.failure(
+            ErrorType.denied,
+            f"how {request.command!r} runs (its environment, user, limits or timeout) changed in the policy "
+            "since it was requested; nothing was run",
             hint="ask for the command again and approve the new request",
         )
     expires = min(request.expires_at, request.created_at + timedelta(seconds=spec.approval_ttl_s))

@@ -73,6 +73,14 @@ class _Refused(Exception):
         self.hint = hint
 
 
+class _Outside(_Refused):
+    """A symbolic link on the way leads out of the root; said about the path asked for, never
+    about where the link points."""
+
+    def __init__(self) -> None:
+        super().__init__("a symbolic link points outside the root")
+
+
 class Missing(Exception):
     def __init__(self, name: str) -> None:
         super().__init__(name)
@@ -109,10 +117,21 @@ def _read_root(args: ReadConfigArgs, root: ConfigRoot) -> ToolResult:
             if file_name is not None:
                 return _read_file_root(args, root, start, file_name, requested)
             return _read_in_directory(args, root, start, requested)
+    except _Outside as exc:
+        return ToolResult.failure(
+            ErrorType.denied,
+            f"{_asked(args)} leads through a symbolic link that points outside the root",
+            hint=exc.hint,
+        )
     except _Refused as exc:
         return ToolResult.failure(ErrorType.denied, str(exc), hint=exc.hint)
     except OSError as exc:
-        return _os_failure(args.name, exc)
+        return _os_failure(args, exc)
+
+
+def _asked(args: ReadConfigArgs) -> str:
+    """What was asked for, in the words of the request: a path relative to the root, or the root."""
+    return f"{args.path!r} in config root {args.name!r}" if args.path else f"config root {args.name!r}"
 
 
 def _parts(path: str) -> list[str]:
@@ -160,6 +179,14 @@ def _read_file_root(args: ReadConfigArgs, root: ConfigRoot, start: int, name: st
         )
     with _walk(start) as here:
         try:
+            _refuse_never_read(root, name)
+            if not root.follow_symlinks and stat.S_ISLNK(_lstat(here, name).st_mode):
+                # The usual Kubernetes ConfigMap mount: the operator's setting is what to change.
+                raise _Refused(
+                    f"the file of config root {args.name!r} is a symbolic link, and this root does not follow links",
+                    hint=f"set `follow_symlinks: true` for config root {args.name!r} in opsbot's policy "
+                    "(links that stay in its directory are then read)",
+                )
             found = _resolve(root, here, [name])
             if found is None or not stat.S_ISREG(found[1].st_mode):
                 raise _Refused(f"{name!r} is not a regular file")
@@ -222,7 +249,7 @@ class _Here:
 
     def leave(self) -> None:
         if len(self.fds) == 1:
-            raise _Refused("a symbolic link points outside the root")
+            raise _Outside()
         os.close(self.fds.pop())
         self.names.pop()
 
@@ -345,12 +372,20 @@ def _read_bytes(fd: int, limit: int) -> tuple[bytes, bool]:
     return data[:limit], len(data) > limit
 
 
-def _os_failure(name: str, exc: OSError) -> ToolResult:
+def _os_failure(args: ReadConfigArgs, exc: OSError) -> ToolResult:
     # The OS's message carries no path (strerror only): the root's place on disk stays unsaid.
+    name = args.name
     if exc.errno == errno.ELOOP:
-        return ToolResult.failure(ErrorType.denied, "that file is a symbolic link; opsbot does not follow links")
+        return ToolResult.failure(
+            ErrorType.denied, f"{_asked(args)} is a symbolic link; opsbot does not follow links there"
+        )
     if exc.errno in (errno.EACCES, errno.EPERM):
-        return ToolResult.failure(ErrorType.denied, f"the filesystem does not let opsbot read that ({exc.strerror})")
+        return ToolResult.failure(
+            ErrorType.denied,
+            f"the filesystem does not let opsbot read {_asked(args)} ({exc.strerror})",
+            hint="the user opsbot runs as lacks read permission on it; someone with access to the host can "
+            "grant it or read it",
+        )
     if exc.errno in (errno.ENOENT, errno.ENOTDIR):
         return ToolResult.failure(
             ErrorType.unavailable,

@@ -21,6 +21,15 @@ from config.policy_base import Principal
 from tools.base import ErrorType, Registry, Tool, ToolResult
 from tools.redact import redact
 
+# What to do about a tool that did not finish in time: per tool where there is something
+# better to say than trying later.
+_TIMEOUT_HINT = "try again later; if it keeps timing out, ask for less at once"
+TIMEOUT_HINTS = {
+    "query_logs": "narrow the query (shorter time range, fewer lines) or try later",
+    "read_config": "the file system of the opsbot host may be slow; try again later or read one key",
+    "run_command": "the host may be overloaded; try later or a command that does less",
+}
+
 
 @dataclass(frozen=True)
 class ToolCall:
@@ -102,7 +111,7 @@ class Executor:
             return ToolResult.failure(
                 ErrorType.timeout,
                 f"{tool.name} did not finish within {limit:g}s",
-                hint="narrow the query (shorter time range, fewer lines) or try later",
+                hint=TIMEOUT_HINTS.get(tool.name, _TIMEOUT_HINT),
                 retryable=True,
             )
         if "error" in box:

@@ -57,6 +57,7 @@ _CHUNK = 65_536
 _POLL_S = 0.05  # only when pidfd is unavailable: how often to look whether the process exited
 _DRAIN_S = 0.25  # after the kill: how long to keep reading what is left in the pipe
 _REAP_S = 5.0
+WORKING_DIRECTORY = "/"  # every process starts here: no relative path depends on opsbot's own
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,9 @@ class Completed:
     output_bytes: int = 0  # how many bytes were read from the process, cut ones included
     cut: str | None = None
     timed_out: bool = False
-    duration_s: float = 0.0
+    duration_s: float = 0.0  # the killing and reaping included when it timed out
     error: str | None = None  # why it could not be started
+    timeout_s: float | None = None  # the sandbox's timeout it ran under
 
 
 class _CannotStart(Exception):
@@ -115,6 +117,7 @@ def run(argv: Sequence[str], sandbox: Sandbox | None = None) -> Completed:
         cut=capture.note(),
         timed_out=timed_out,
         duration_s=time.monotonic() - started,
+        timeout_s=box.timeout_s,
     )
 
 
@@ -132,12 +135,16 @@ def as_tool_result(done: Completed, extra: Mapping[str, Any] | None = None) -> T
     if done.timed_out:
         return ToolResult.failure(
             ErrorType.timeout,
-            f"{name} was still running after {done.duration_s:.1f}s (its timeout); "
+            f"{name} was still running at its timeout of {_seconds(done.timeout_s)}; "
             "it and every process it started were killed",
             hint="the host may be overloaded; try a narrower command or later",
             data=data,
         )
     return ToolResult.success(data)
+
+
+def _seconds(value: float | None) -> str:
+    return "?" if value is None else f"{value:g}s"
 
 
 # ---------------------------------------------------------------- starting
@@ -150,7 +157,7 @@ def _start(argv: list[str], box: Sandbox) -> subprocess.Popen[bytes]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env={**BASE_ENV, **box.env},
-        cwd="/",
+        cwd=WORKING_DIRECTORY,
         start_new_session=True,
         close_fds=True,
         **_identity(box.run_as),

@@ -1,0 +1,411 @@
+"""Matching for query_logs: the filters of a query, level words, the substring, and a regex
+that is refused for its shape or bounded in time (per search and by the query's deadline)."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import tzinfo
+from typing import Any
+
+import regex
+
+from tools.base import ErrorType, ToolResult
+from tools.log_time import _time_of, _Verdict
+
+LEVELS = ("DEBUG", "INFO", "WARN", "ERROR")
+REGEX_SEARCH_SECONDS = 0.5
+LEVEL_HEAD_CHARS = 200
+
+
+@dataclass(frozen=True)
+class _Filters:
+    min_rank: int | None
+    needle: str | None  # lower-cased
+    tokens: tuple[str, ...]  # lower-case words one of which every matching line holds
+    pattern: Any  # a compiled `regex` pattern, or None
+    whole_block_regex: bool  # the pattern finds the same lines when run over a block as over each line
+    since: float | None
+    until: float | None
+    zone: tzinfo | None
+    now: float
+    year: int  # this year where the service is: syslog timestamps leave it out
+    deadline: float
+
+    @property
+    def content(self) -> bool:
+        return self.min_rank is not None or self.needle is not None or self.pattern is not None
+
+    @property
+    def timed(self) -> bool:
+        return self.since is not None or self.until is not None
+
+    def in_range(self, when: float) -> bool:
+        return (self.since is None or when >= self.since) and (self.until is None or when <= self.until)
+
+
+# ---------------------------------------------------------------- levels
+
+_LEVEL_RANKS = {
+    "trace": 0, "debug": 0, "info": 1, "notice": 1, "warn": 2, "warning": 2,
+    "err": 3, "error": 3, "crit": 3, "critical": 3, "fatal": 3, "alert": 3,
+    "emerg": 3, "emergency": 3, "panic": 3, "severe": 3,
+}  # fmt: skip
+# A level word standing on its own: "ERROR", "[warn]", "level=error", "<crit>", "error:".
+_LEVEL_WORD = re.compile(
+    r"(?<![^\s\[<(=:\"'|])(" + "|".join(sorted(_LEVEL_RANKS, key=len, reverse=True)) + r")(?![^\s\]>):\"',;|])",
+    re.IGNORECASE,
+)
+
+
+def _level_rank(line: str) -> int | None:
+    """The rank of the line's first level word (0 DEBUG ... 3 ERROR), looked for near its start."""
+    found = _LEVEL_WORD.search(line, 0, LEVEL_HEAD_CHARS)
+    return _LEVEL_RANKS[found[1].lower()] if found else None
+
+
+def _level_tokens(min_rank: int) -> tuple[str, ...]:
+    """Substrings one of which every line of at least `min_rank` holds, in lower case: "err"
+    stands for "error" too, so a block is searched once per stem, not once per word."""
+    words = sorted(w for w, rank in _LEVEL_RANKS.items() if rank >= min_rank)
+    return tuple(w for w in words if not any(o != w and o in w for o in words))
+
+
+# ---------------------------------------------------------------- regex safety
+
+
+@dataclass(frozen=True)
+class _Shape:
+    nested: bool  # a repeated group holding an unbounded repetition: (a+)+, (\w+\s?)*
+    overlapping: bool  # a repeated group whose literal alternatives spell one text two ways: (a|aa)+
+    string_anchor: bool  # \A, \Z, \z
+    lookaround: bool
+
+
+_BRACES = re.compile(r"\{(\d*)(,?)(\d*)\}")
+
+
+def _compile(pattern: str) -> Any:
+    """The compiled pattern, or `invalid_args` saying why it is refused."""
+    shape = _shape(pattern)
+    if shape.nested:
+        return ToolResult.failure(
+            ErrorType.invalid_args,
+            f"regex {pattern!r} repeats a group that itself holds an unbounded repetition, like (a+)+; "
+            "such patterns can take exponential time",
+            hint="drop the inner or the outer repetition, e.g. (ab)+ or a+, or use contains",
+        )
+    if shape.overlapping:
+        return ToolResult.failure(
+            ErrorType.invalid_args,
+            f"regex {pattern!r} repeats a group whose alternatives overlap, like (a|aa)+ or (a|a)+; "
+            "such patterns can take exponential time",
+            hint="make the alternatives distinct, e.g. a+ for (a|aa)+, or use contains",
+        )
+    if shape.string_anchor:
+        return ToolResult.failure(
+            ErrorType.invalid_args,
+            "\\A, \\Z and \\z are not supported: the regex is searched within each line",
+            hint="use ^ and $, which match at the start and end of each line",
+        )
+    try:
+        return regex.compile(pattern, regex.MULTILINE | regex.VERSION0)
+    except regex.error as exc:
+        return ToolResult.failure(
+            ErrorType.invalid_args,
+            f"regex {pattern!r} does not compile: {exc}",
+            hint="use Python regular expression syntax, or contains for a plain substring",
+        )
+
+
+def _shape(pattern: str) -> _Shape:
+    """What a pattern's syntax says about its cost and meaning, read without compiling it."""
+    nested = overlapping = anchor = look = False
+    outer: list[bool] = []  # per open group: whether the enclosing group held an unbounded repetition
+    bodies: list[int] = []  # per open group: where its body starts
+    unbounded = False  # whether the current group holds one so far
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            anchor |= pattern[i + 1 : i + 2] in ("A", "Z", "z")
+            i += 2
+        elif char == "[":
+            i = _class_end(pattern, i)
+        elif char == "(":
+            outer.append(unbounded)
+            unbounded = False
+            i, kind = _group_body(pattern, i)
+            bodies.append(i)
+            look |= kind == "lookaround"
+        elif char == ")":
+            inner = unbounded
+            unbounded = (outer.pop() if outer else False) or inner
+            body = pattern[bodies.pop() : i] if bodies else ""
+            length, open_ended, repeats = _quantifier(pattern, i + 1)
+            nested |= inner and repeats
+            overlapping |= repeats and _ambiguous(body)
+            unbounded |= open_ended
+            i += 1 + length
+        else:
+            length, open_ended, _ = _quantifier(pattern, i)
+            unbounded |= open_ended
+            i += max(length, 1)
+    return _Shape(nested=nested, overlapping=overlapping, string_anchor=anchor, lookaround=look)
+
+
+def _ambiguous(body: str) -> bool:
+    """Whether a group's alternatives can spell one text in two ways, which a repeat of the
+    group turns into exponential backtracking: (a|a), (a|aa), (ab|a|b). Only alternatives that
+    are plain literals are judged (by the Sardinas-Patterson test); (a|[a]) passes and is left
+    to the time limits."""
+    alternatives = _alternatives(body)
+    if len(alternatives) < 2:
+        return False
+    if len(set(alternatives)) < len(alternatives):
+        return True
+    words = [_literal(a) for a in alternatives]
+    literal = [w for w in words if w is not None]
+    return len(literal) == len(words) and not _uniquely_decodable(literal)
+
+
+def _alternatives(body: str) -> list[str]:
+    """`body` split at its top-level |."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(body):
+        char = body[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            i = _class_end(body, i)
+            continue
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            parts.append(body[start:i])
+            start = i + 1
+        i += 1
+    parts.append(body[start:])
+    return parts
+
+
+def _literal(text: str) -> str | None:
+    """The text a plain literal alternative matches, or None if it holds any regex syntax."""
+    out, i = [], 0
+    while i < len(text):
+        char = text[i]
+        if char == "\\":
+            escaped = text[i + 1 : i + 2]
+            if not escaped or escaped.isalnum():
+                return None
+            out.append(escaped)
+            i += 2
+            continue
+        if char in ".^$*+?{}[]()|":
+            return None
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def _uniquely_decodable(words: list[str]) -> bool:
+    """Sardinas-Patterson: no text is a concatenation of `words` in two different ways."""
+    code = set(words)
+    if "" in code:
+        return False
+
+    def quotients(prefixes: set[str], of: set[str]) -> set[str]:
+        return {w[len(p) :] for p in prefixes for w in of if w.startswith(p)} - {""}
+
+    dangling = {w[len(p) :] for p in code for w in code if p != w and w.startswith(p)}
+    seen: set[frozenset[str]] = set()
+    while dangling and frozenset(dangling) not in seen:
+        if dangling & code:
+            return False
+        seen.add(frozenset(dangling))
+        dangling = quotients(code, dangling) | quotients(dangling, code)
+    return True
+
+
+def _quantifier(pattern: str, i: int) -> tuple[int, bool, bool]:
+    """(length, unbounded, repeats many times) of a quantifier at `i`; length 0 if there is none."""
+    char = pattern[i : i + 1]
+    if char in ("*", "+"):
+        length, unbounded, repeats = 1, True, True
+    elif char == "?":
+        length, unbounded, repeats = 1, False, False
+    elif char == "{" and (braces := _BRACES.match(pattern, i)) and (braces[1] or braces[3]):
+        low, comma, high = braces.groups()
+        unbounded = bool(comma) and not high
+        # A bounded group repeated a few times, such as an IPv4 (\d+\.){3}, stays polynomial.
+        repeats = unbounded or int(high or low) >= 10
+        length = braces.end() - i
+    else:
+        return 0, False, False
+    if pattern[i + length : i + length + 1] in ("?", "+"):  # lazy or possessive
+        length += 1
+    return length, unbounded, repeats
+
+
+def _class_end(pattern: str, i: int) -> int:
+    j = i + 1
+    if pattern[j : j + 1] == "^":
+        j += 1
+    if pattern[j : j + 1] == "]":
+        j += 1
+    while j < len(pattern) and pattern[j] != "]":
+        j += 2 if pattern[j] == "\\" else 1
+    return j + 1
+
+
+def _group_body(pattern: str, i: int) -> tuple[int, str]:
+    """Where the body of the group opened at `i` starts, and what kind of group it is."""
+    if pattern[i + 1 : i + 2] != "?":
+        return i + 1, "group"
+    rest = pattern[i + 2 :]
+    for prefix in ("<=", "<!", "=", "!"):
+        if rest.startswith(prefix):
+            return i + 2 + len(prefix), "lookaround"
+    if rest[:1] == "#" or rest[:2] in ("P=", "P>", "&"):
+        close = pattern.find(")", i)
+        return (close if close != -1 else len(pattern)), "reference"
+    if rest[:2] == "P<" or (rest[:1] == "<" and rest[1:2] not in ("=", "!")):
+        close = pattern.find(">", i)
+        return (close + 1 if close != -1 else len(pattern)), "group"
+    j = i + 2
+    while j < len(pattern) and pattern[j] in "aiLmsuxVwbefrp0123456789-|":
+        j += 1
+    return (j + 1 if pattern[j : j + 1] in (":", ">") else j), "group"
+
+
+# ---------------------------------------------------------------- matching
+
+
+def _match_block(text: str, f: _Filters, need: int, judged: tuple[_Verdict, float]) -> tuple[int, list[str], int]:
+    """(matches, the newest `need` of them oldest first, matches without a time) in one block."""
+    verdict, first = judged
+    if verdict in (_Verdict.newer, _Verdict.older):
+        return 0, [], 0
+    if not f.content and verdict is _Verdict.inside:
+        return _tail(text, need)
+    if not f.content and verdict is _Verdict.untimed:
+        return 0, [], text.count("\n") + 1
+    kept: deque[str] = deque(maxlen=need)
+    count = untimed = 0
+    try:
+        for start, end in _candidates(text, f):
+            if time.monotonic() > f.deadline:
+                raise _OutOfTime
+            line = text[start:end]
+            if not line or not _content_matches(line, f):
+                continue
+            if verdict is _Verdict.untimed:
+                untimed += 1
+                continue
+            if verdict is _Verdict.edge and not f.in_range(_time_of(text, start, f, fallback=first)):
+                continue
+            count += 1
+            kept.append(line)
+    except _OutOfTime:
+        raise _OutOfTime((count, list(kept), untimed)) from None
+    return count, list(kept), untimed
+
+
+def _tail(text: str, need: int) -> tuple[int, list[str], int]:
+    """Every line matches: count them at C speed and split off only the newest."""
+    if not text:
+        return 0, [], 0
+    lines = text.rsplit("\n", need)[-need:] if need else []
+    return text.count("\n") + 1, [line for line in lines if line], 0
+
+
+def _content_matches(line: str, f: _Filters) -> bool:
+    if f.min_rank is not None:
+        rank = _level_rank(line)
+        if rank is None or rank < f.min_rank:
+            return False
+    if f.needle is not None and f.needle not in line.lower():
+        return False
+    return f.pattern is None or _search(f, line, 0) is not None
+
+
+class _RegexTooSlow(Exception):
+    """One search ran past REGEX_SEARCH_SECONDS on its own: the pattern, not the data, is at fault."""
+
+
+class _OutOfTime(Exception):
+    """The query's deadline passed in the middle of a block; `partial` is what the block gave so far."""
+
+    def __init__(self, partial: tuple[int, list[str], int] = (0, [], 0)) -> None:
+        super().__init__("the query's time is up")
+        self.partial = partial
+
+
+def _search(f: _Filters, text: str, position: int) -> Any:
+    """One search, time-boxed by REGEX_SEARCH_SECONDS and by what is left of the query's deadline."""
+    remaining = f.deadline - time.monotonic()
+    if remaining <= 0:
+        raise _OutOfTime
+    box = min(REGEX_SEARCH_SECONDS, remaining)
+    try:
+        return f.pattern.search(text, position, timeout=box)
+    except TimeoutError as exc:  # an OSError subclass: must not pass for a file that cannot be read
+        if box < REGEX_SEARCH_SECONDS:
+            raise _OutOfTime from exc
+        raise _RegexTooSlow from exc
+
+
+def _candidates(text: str, f: _Filters) -> Iterable[tuple[int, int]]:
+    """Spans of the lines that may match, oldest first, found by searching the whole block."""
+    if f.tokens:
+        lowered = text.lower()
+        # lower() lengthens a few characters (İ); then offsets would not line up.
+        if len(lowered) == len(text):
+            return _lines_holding(text, lowered, f.tokens)
+    elif f.pattern is not None and f.whole_block_regex:
+        return _lines_matching(text, f)
+    return _all_lines(text)
+
+
+def _line_around(text: str, at: int) -> tuple[int, int]:
+    end = text.find("\n", at)
+    return text.rfind("\n", 0, at) + 1, (len(text) if end == -1 else end)
+
+
+def _lines_holding(text: str, lowered: str, tokens: tuple[str, ...]) -> list[tuple[int, int]]:
+    spans: dict[int, int] = {}
+    for token in tokens:
+        at = lowered.find(token)
+        while at != -1:
+            start, end = _line_around(text, at)
+            spans[start] = end
+            at = lowered.find(token, end)
+    return sorted(spans.items())
+
+
+def _lines_matching(text: str, f: _Filters) -> Iterator[tuple[int, int]]:
+    # Searched with MULTILINE, so ^ and $ are line ends: every line that matches alone holds a
+    # match found here, and each such line is checked again alone.
+    position = 0
+    while position <= len(text):
+        found = _search(f, text, position)
+        if found is None:
+            return
+        start, end = _line_around(text, found.start())
+        yield start, end
+        position = end + 1
+
+
+def _all_lines(text: str) -> Iterator[tuple[int, int]]:
+    start = 0
+    while start <= len(text):
+        end = text.find("\n", start)
+        end = len(text) if end == -1 else end
+        yield start, end
+        start = end + 1

@@ -1,0 +1,141 @@
+"""Time for query_logs: since/until arguments, timestamps at line starts, and where a block of
+lines lies against the asked range."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, tzinfo
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from tools.base import ErrorType, ToolResult
+
+if TYPE_CHECKING:
+    from tools.log_match import _Filters
+
+# How many lines to look through for a timestamp before calling a block untimed.
+STAMP_PROBE_LINES = 1_000
+
+TIME_FORMATS = "ISO-8601 (2026-11-29T03:07:32Z), '2026-11-29 03:07:32' and syslog 'Nov 29 03:07:32'"
+TIME_HINT = (
+    "give a relative age such as 15m, 2h, 1d, 1w, or an ISO-8601 time such as 2026-11-29T03:00:00Z "
+    "(times without an offset are in the service's time zone)"
+)
+
+_RELATIVE = re.compile(
+    r"(\d+(?:\.\d+)?)\s*(s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|weeks?)(?:\s+ago)?", re.I
+)
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
+# A timestamp at the start of a line, optionally bracketed or behind a ts=/time=/"@timestamp": key.
+_STAMP = re.compile(
+    r'[\[{]?(?:"?(?:@?timestamp|time|ts)"?\s*[=:]\s*"?)?'
+    r"(?:(?P<iso>\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?(?:Z|[+-]\d\d(?::?\d\d)?)?)"
+    r"|(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}(?P<day>\d{1,2}) "
+    r"(?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d))"
+)
+
+
+def _time_arg(name: str, text: str | None, zone: tzinfo | None, now: float) -> float | None | ToolResult:
+    if text is None or not text.strip():
+        return None
+    when = _parse_time(text.strip(), zone, now)
+    if when is None:
+        return ToolResult.failure(ErrorType.invalid_args, f"{name} {text!r} is not a time I understand", hint=TIME_HINT)
+    return when
+
+
+def _parse_time(text: str, zone: tzinfo | None, now: float) -> float | None:
+    """Epoch seconds of a relative age (`15m`, `2h ago`), `now`, or an ISO-8601 date or time."""
+    relative = _RELATIVE.fullmatch(text)
+    if relative:
+        return now - float(relative[1]) * _UNIT_SECONDS[relative[2][0].lower()]
+    if text.lower() == "now":
+        return now
+    try:
+        return _epoch(datetime.fromisoformat(text.upper().replace("/", "-")), zone)
+    except (ValueError, OverflowError, OSError):  # not ISO-8601, or a year no clock can hold
+        return None
+
+
+def _epoch(moment: datetime, zone: tzinfo | None) -> float:
+    if moment.tzinfo is None and zone is not None:
+        moment = moment.replace(tzinfo=zone)
+    # A naive datetime's timestamp() is local time, DST included: what syslog writes.
+    return moment.timestamp()
+
+
+def _stamp_at(text: str, pos: int, f: _Filters) -> float | None:
+    found = _STAMP.match(text, pos)
+    if found is None:
+        return None
+    try:
+        if found["iso"]:
+            return _epoch(datetime.fromisoformat(found["iso"].replace("/", "-")), f.zone)
+        return _syslog_epoch(found, f)
+    except (ValueError, OverflowError, OSError):  # 2026-13-45 and the like: looks like a time, is not one
+        return None
+
+
+def _syslog_epoch(found: re.Match[str], f: _Filters) -> float:
+    # Syslog has no year: the current one, unless that puts the line in the future (a December
+    # line read in January).
+    year = f.year
+    parts = (_MONTHS[found["mon"]], int(found["day"]), int(found["h"]), int(found["m"]), int(found["s"]))
+    when = _epoch(datetime(year, *parts), f.zone)
+    return when if when <= f.now + 2 * 86400 else _epoch(datetime(year - 1, *parts), f.zone)
+
+
+class _Verdict(Enum):
+    inside = "every line is in the time range"
+    newer = "every line is after until"
+    older = "every line is before since"
+    edge = "lines must be judged one by one"
+    untimed = "no line has a timestamp"
+
+
+def _judge(text: str, f: _Filters) -> tuple[_Verdict, float]:
+    """Where a block lies against since/until, by its first and last timestamps.
+
+    Logs are written in time order, so a block whose ends are both inside the range is inside
+    whole; lines before the block's first timestamp (the tail of a stack trace) go with it.
+    """
+    if not f.timed:
+        return _Verdict.inside, 0.0
+    first = _first_stamp(text, f)
+    if first is None:
+        return _Verdict.untimed, 0.0
+    last = _time_of(text, text.rfind("\n") + 1, f, fallback=first)
+    if f.since is not None and last < f.since:
+        return _Verdict.older, first
+    if f.until is not None and first > f.until:
+        return _Verdict.newer, first
+    if (f.since is None or first >= f.since) and (f.until is None or last <= f.until):
+        return _Verdict.inside, first
+    return _Verdict.edge, first
+
+
+def _first_stamp(text: str, f: _Filters) -> float | None:
+    pos = 0
+    for _ in range(STAMP_PROBE_LINES):
+        when = _stamp_at(text, pos, f)
+        if when is not None:
+            return when
+        pos = text.find("\n", pos) + 1
+        if pos == 0:
+            return None
+    return None
+
+
+def _time_of(text: str, start: int, f: _Filters, fallback: float) -> float:
+    """The time of the line starting at `start`: its own, or that of the nearest timed line
+    above it (a stack trace belongs to the entry that logged it)."""
+    pos = start
+    for _ in range(STAMP_PROBE_LINES):
+        when = _stamp_at(text, pos, f)
+        if when is not None:
+            return when
+        if pos == 0:
+            break
+        pos = text.rfind("\n", 0, pos - 1) + 1
+    return fallback
