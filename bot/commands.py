@@ -188,7 +188,14 @@ def _as_text(data: object) -> str:
             elif isinstance(value, dict):
                 inner = "\n".join(f"  {k}: {v}" for k, v in value.items()) or "  (none)"
                 parts.append(f"{key}:\n{inner}")
+            elif isinstance(value, list) and value and all(_is_entry(v) for v in value):
+                parts.append(f"{key}:\n" + "\n".join(f"  {v['name']}: {v['about']}" for v in value))
             else:
                 parts.append(f"{key}: {json.dumps(value) if not isinstance(value, str) else value}")
         return "\n".join(parts)
     return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def _is_entry(value: object) -> bool:
+    """A named entry of a listing, as list_services gives them."""
+    return isinstance(value, dict) and set(value) == {"name", "about"}

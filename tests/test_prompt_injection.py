@@ -82,4 +82,5 @@ def test_tool_output_cannot_extend_the_allowlist(injected_env, model_server, mak
     agent = make_agent(model_server(gullible(marker)), tools=ops_tools(settings.policy))
     agent.run("why is checkout failing?", thread="t")
     listed = agent.executor.run_one(ToolCall("x", "list_services", "{}")).result.data
-    assert "wipe" not in listed["commands"] and set(listed["commands"]) == set(settings.policy.commands)
+    names = {entry["name"] for entry in listed["commands"]}
+    assert "wipe" not in names and names == set(settings.policy.commands)

@@ -89,7 +89,8 @@ def test_sample_write_command_waits_for_approval(sample_ops: Executor) -> None:
 
 
 def test_list_services_shows_parameters_and_approval(sample_ops: Executor) -> None:
-    listed = sample_ops.run_one(ToolCall("l", "list_services", "{}")).result.data["commands"]
+    entries = sample_ops.run_one(ToolCall("l", "list_services", "{}")).result.data["commands"]
+    listed = {entry["name"]: entry["about"] for entry in entries}
     assert "path (text matching" in listed["mount-usage"] and "default /" in listed["mount-usage"]
     assert "one of checkout, payments, auth" in listed["restart"] and "approval" in listed["restart"]
 

@@ -421,3 +421,23 @@ def test_read_config_refuses_a_fifo_without_hanging(tmp_path: Path) -> None:
     assert time.monotonic() - begun < 1
     assert result.status == "denied", result
     assert "not a regular file" in result.error.message
+
+
+def test_services_whose_names_look_secret_keep_their_descriptions() -> None:
+    from config.policy import Policy, Service
+    from tools.base import Registry
+    from tools.executor import Executor, ToolCall
+    from tools.services import list_services_tool
+
+    policy = Policy(
+        services={
+            name: Service(description=f"{name} service, issues session tokens", logs=[Path("/dev/null")])
+            for name in ("auth", "secrets", "token-service", "password-reset")
+        }
+    )
+    executor = Executor(Registry([list_services_tool(policy)]))
+    listed = executor.run_one(ToolCall("1", "list_services", "{}")).result.data["services"]
+    assert {e["name"]: e["about"] for e in listed} == {
+        name: f"{name} service, issues session tokens"
+        for name in ("auth", "secrets", "token-service", "password-reset")
+    }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pydantic import BaseModel, ConfigDict
 
 from config.policy import Policy, Principal
@@ -12,13 +14,19 @@ class NoArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _entries(pairs: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"name": name, "about": about} for name, about in sorted(pairs)]
+
+
 def list_services_tool(policy: Policy) -> Tool:
     def run(_: NoArgs, principal: Principal | None) -> ToolResult:
+        # Names are values, never keys: a service called `auth` or `secrets` must not look like
+        # a secret's key to redaction, which would hide its description.
         return ToolResult.success(
             {
-                "services": {name: s.description for name, s in sorted(policy.services.items())},
-                "commands": {name: c.summary() for name, c in sorted(policy.commands.items())},
-                "config_files": {name: c.description for name, c in sorted(policy.config_files.items())},
+                "services": _entries((name, s.description) for name, s in policy.services.items()),
+                "commands": _entries((name, c.summary()) for name, c in policy.commands.items()),
+                "config_files": _entries((name, c.description) for name, c in policy.config_files.items()),
             }
         )
 
