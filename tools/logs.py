@@ -239,12 +239,17 @@ def _unavailable(service: str, missing: list[str], problems: list[str]) -> ToolR
     )
 
 
+_SIMPLER_REGEX = (
+    "it backtracks too much on these lines: use a simpler pattern (no overlapping alternatives "
+    "such as (a|aa)+, no nested or adjacent repetitions), or use contains"
+)
+
+
 def _regex_too_slow() -> ToolResult:
     return ToolResult.failure(
         ErrorType.timeout,
         f"the regex took more than {REGEX_SEARCH_SECONDS:g} s on a single search and was stopped",
-        hint="it backtracks too much on these lines: use a simpler pattern (no overlapping alternatives "
-        "such as (a|aa)+, no nested or adjacent repetitions), or use contains",
+        hint=_SIMPLER_REGEX,
     )
 
 
@@ -252,8 +257,7 @@ def _regex_out_of_time() -> ToolResult:
     return ToolResult.failure(
         ErrorType.timeout,
         f"the regex found no line before the query's {SCAN_SECONDS:g} s were up, and was stopped",
-        hint="it backtracks too much on these lines: use a simpler pattern (no overlapping alternatives "
-        "such as (a|aa)+, no nested or adjacent repetitions), use contains, or narrow with since/until",
+        hint=f"{_SIMPLER_REGEX}, or narrow with since/until",
     )
 
 
