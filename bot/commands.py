@@ -19,6 +19,7 @@ from bot.memory import MemoryUnavailable, ThreadBusy
 from bot.prompts import busy_text, memory_unavailable_text
 from config.policy import Policy, Principal
 from tools.base import ErrorType, ToolResult
+from tools.commands import ApprovalRequest
 from tools.executor import ToolCall
 from tools.logs import LEVELS
 
@@ -40,6 +41,7 @@ LOG_OPTIONS = ("since", "until", "limit", "regex")
 class CommandOutput:
     text: str
     ok: bool
+    approval: ApprovalRequest | None = None  # a write command waiting for a person
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,9 @@ def run_command(
         return _reset(agent, thread)
     assert isinstance(parsed, ToolCall)
     result = agent.executor.run_one(parsed, principal).result
-    return CommandOutput(render_result(result, principal), ok=result.ok)
+    error = result.error
+    approval = ApprovalRequest.model_validate(result.data) if error and error.type is ErrorType.needs_approval else None
+    return CommandOutput(render_result(result, principal), ok=result.ok, approval=approval)
 
 
 def _reset(agent: Agent, thread: str) -> CommandOutput:

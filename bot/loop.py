@@ -37,7 +37,8 @@ from bot.summary import blocks_to_fold, write_summary
 from bot.tokens import CHARS_PER_TOKEN
 from config.policy_base import Principal
 from config.settings import LoopLimits, MemorySettings
-from tools.base import Registry, Tool
+from tools.base import ErrorType, Registry, Tool
+from tools.commands import ApprovalRequest
 from tools.executor import Executor, Outcome, RetryPolicy, ToolCall
 from tools.redact import redact, redact_text
 
@@ -117,6 +118,7 @@ class _Run:
     steps: list[Step] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     notes: list[Message] = field(default_factory=list)  # loop nudges: sent, never stored
+    approvals: list[ApprovalRequest] = field(default_factory=list)
     nudged_empty: bool = False
     drift_noted: bool = False
 
@@ -178,7 +180,12 @@ class _Run:
         agent.memory.append(self.thread, [block], guard.changed())
         stop: StopReason | None = None
         note = None
-        if guard.stop_requested:
+        waiting = _approval_requests(outcomes)
+        self.approvals.extend(waiting)
+        if waiting:
+            # The model answers once more, without tools: a person decides before anything else runs.
+            stop, note = StopReason.needs_approval, f"{len(waiting)} command(s) wait for approval: tools withdrawn"
+        elif guard.stop_requested:
             stop, note = StopReason.repeated_call, "an identical call was repeated again: stopping"
         elif (drift := guard.drift(calls)) is not None:
             if self.drift_noted:
@@ -275,6 +282,7 @@ class _Run:
             steps=self.steps,
             usage=self.usage,
             duration_s=time.monotonic() - self.started,
+            approvals=self.approvals,
         )
 
 
@@ -294,6 +302,17 @@ def _tokens(turn: ModelTurn) -> dict[str, Any]:
 def _shown_args(raw: str) -> Any:
     _, parsed = canonical_arguments(raw)
     return redact(parsed if parsed is not None else raw)
+
+
+def _approval_requests(outcomes: list[Outcome]) -> list[ApprovalRequest]:
+    """The approval requests among `outcomes`, each once (identical calls share one request)."""
+    requests: dict[str, ApprovalRequest] = {}
+    for outcome in outcomes:
+        error = outcome.result.error
+        if error is not None and error.type is ErrorType.needs_approval:
+            request = ApprovalRequest.model_validate(outcome.result.data)
+            requests.setdefault(request.id, request)
+    return list(requests.values())
 
 
 def _call_record(outcome: Outcome) -> CallRecord:

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from bot.llm import Usage
+from tools.commands import ApprovalRequest
 
 
 class StopReason(StrEnum):
@@ -15,6 +16,7 @@ class StopReason(StrEnum):
     max_steps = "max_steps"
     repeated_call = "repeated_call"
     loop_detected = "loop_detected"
+    needs_approval = "needs_approval"
     time_budget = "time_budget"
     no_answer = "no_answer"
     llm_unavailable = "llm_unavailable"
@@ -52,6 +54,9 @@ class Reply(BaseModel):
     steps: list[Step] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     duration_s: float = 0.0
+    approvals: list[ApprovalRequest] = Field(
+        default_factory=list, description="write commands the model asked for, waiting for a person"
+    )
 
 
 class Progress:

@@ -605,3 +605,20 @@ def test_tools_see_who_asked(model_server, make_agent):
     asker = Principal(platform="slack", user="U024BE7LH", team="T1", channel="C2", groups=frozenset({"S-oncall"}))
     make_agent(server, tools=[whoami]).run("who am I?", thread="t", principal=asker)
     assert seen == [asker]
+
+
+def test_a_write_command_stops_the_loop_for_a_person_and_the_model_answers_without_tools(model_server, make_agent):
+    server = model_server(
+        script(
+            Reply(calls=[Call("run_command", {"command": "restart", "params": {"service": "checkout"}})]),
+            Reply(content="I asked to restart checkout; an approver must approve it."),
+        )
+    )
+    reply = make_agent(server).run("restart checkout please", thread="t")
+    assert reply.stop_reason == "needs_approval"
+    assert reply.text == "I asked to restart checkout; an approver must approve it."
+    [request] = reply.approvals
+    assert request.command == "restart" and request.argv[-1] == "checkout"
+    assert tool_results(server.requests[1])[0]["error"]["type"] == "needs_approval"
+    assert not has_tools(server.requests[1]), "nothing else runs before a person decides"
+    assert reply.steps[0].note and "approval" in reply.steps[0].note

@@ -167,14 +167,20 @@ def run_approved(
     """Run a write command a person approved: everything is checked again against `policy` as it
     is now, and exactly the approved argv runs, or nothing does. Single use is the caller's part:
     claim the request id atomically before calling this."""
-    moment = now or datetime.now(UTC)
+    checked = check_approval(policy, request, approver, now)
+    return checked if isinstance(checked, ToolResult) else checked.execute()
+
+
+def check_approval(
+    policy: Policy, request: ApprovalRequest, approver: Principal, now: datetime | None = None
+) -> Prepared | ToolResult:
+    """What would run if `approver` approved `request` now, or why they may not: the same checks
+    as `run_approved`, without running anything (a refused click must not use up the request)."""
     prepared = CommandBook(policy).prepare(request.command, request.params, request.requested_by)
     if isinstance(prepared, ToolResult):
         return prepared
-    refusal = _approval_refusal(prepared, request, approver, moment)
-    if refusal is not None:
-        return refusal
-    return prepared.execute()
+    refusal = _approval_refusal(prepared, request, approver, now or datetime.now(UTC))
+    return refusal if refusal is not None else prepared
 
 
 def check_params(name: str, spec: Command, given: Mapping[str, object]) -> dict[str, str] | ToolResult:
