@@ -49,6 +49,9 @@ class Memory(Protocol):
     def reset(self, thread: str) -> None:
         """Forget the thread."""
 
+    def forget_all(self, prefix: str) -> int:
+        """Forget every thread whose key starts with `prefix`; how many there were."""
+
     @contextmanager
     def lock(self, thread: str, ttl_s: float, wait_s: float) -> Iterator[None]:
         """Hold the thread's run lock; raise `ThreadBusy` after waiting `wait_s`."""
@@ -117,6 +120,14 @@ class InProcessMemory:
         with self._mutex:
             self.round_trips += 1
             self._threads.pop(thread, None)
+
+    def forget_all(self, prefix: str) -> int:
+        with self._mutex:
+            self.round_trips += 1
+            gone = [thread for thread in self._threads if thread.startswith(prefix)]
+            for thread in gone:
+                del self._threads[thread]
+            return len(gone)
 
     @contextmanager
     def lock(self, thread: str, ttl_s: float, wait_s: float) -> Iterator[None]:

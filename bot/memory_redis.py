@@ -101,6 +101,21 @@ class RedisMemory:
             pipe.delete(*self._keys(thread).values())
             self._execute(pipe)
 
+    def forget_all(self, prefix: str) -> int:
+        pattern = f"{self.prefix}:thread:{_glob_escape(prefix)}*"
+
+        def forget() -> int:
+            threads = set()
+            for key in self._redis.scan_iter(pattern, count=500):
+                name = str(key)
+                if name.endswith((":blocks", ":summary", ":repeats")):
+                    threads.add(name.rsplit(":", 1)[0])
+                    self._redis.delete(name)
+            return len(threads)
+
+        result: int = self._call(forget)
+        return result
+
     @contextmanager
     def lock(self, thread: str, ttl_s: float, wait_s: float) -> Iterator[None]:
         key = self._lock_key(thread)
@@ -139,6 +154,10 @@ class RedisMemory:
         except redis.RedisError as exc:
             # Unreachable, out of memory, or a read-only replica after failover: all mean "not now".
             raise MemoryUnavailable(f"cannot use {self.describe()}: {exc}") from exc
+
+
+def _glob_escape(text: str) -> str:
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
 
 
 def _without_password(url: str) -> str:

@@ -120,6 +120,16 @@ def test_new_turn_clears_repeat_records_and_a_step_keeps_them(memory: Memory) ->
     assert state.blocks == [user("q")], "clearing repeats keeps the window"
 
 
+def test_forget_all_forgets_the_threads_under_a_prefix_and_no_other(memory: Memory) -> None:
+    for thread in ("slack:T1:C1:1.1", "slack:T1:C1:2.2", "slack:T1:C10:3.3", "slack:T1:C*:4.4"):
+        memory.append(thread, [user("hello"), answer("hi")])
+    assert memory.forget_all("slack:T1:C1:") == 2
+    assert memory.load("slack:T1:C1:1.1", new_turn=False).blocks == []
+    assert memory.load("slack:T1:C10:3.3", new_turn=False).blocks, "a channel sharing a prefix keeps its threads"
+    assert memory.forget_all("slack:T1:C*:") == 1, "glob characters in a key are literal"
+    assert memory.load("slack:T1:C10:3.3", new_turn=False).blocks
+
+
 def test_reset_forgets_one_thread_only(memory: Memory) -> None:
     for thread in ("a", "b"):
         memory.append(thread, [user(f"{thread}1"), answer("x"), user(f"{thread}2")], {"k": thread})
