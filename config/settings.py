@@ -53,6 +53,21 @@ class MemorySettings(Strict):
     lock_wait_s: float = Field(default=10.0, ge=0, description="wait for another run in the thread")
 
 
+class SlackSettings(Strict):
+    workers: int = Field(default=64, ge=1, le=512, description="agent runs at once in one process")
+    backlog: int = Field(default=64, ge=0, description="runs waiting for a worker before people are told it is busy")
+    stream: bool = Field(default=True, description="stream steps and answer into one message where Slack allows")
+    thread_context_messages: int = Field(
+        default=20, ge=0, le=200, description="earlier messages read when mentioned in an existing thread"
+    )
+    thread_context_chars: int = Field(default=6000, ge=0, description="cap on that earlier thread text")
+    allowed_bots: frozenset[str] = Field(
+        default=frozenset(), description="bot ids whose messages opsbot answers (others are ignored)"
+    )
+    dedupe_ttl_s: int = Field(default=3600, ge=60, description="how long a delivered event is remembered")
+    max_output_chars: int = Field(default=2800, ge=200, description="direct command output shown in one message")
+
+
 class FileConfig(Strict):
     """Everything one YAML file may hold. Secrets are not among it: they come from the environment."""
 
@@ -62,6 +77,7 @@ class FileConfig(Strict):
     llm: ModelSettings = Field(default_factory=ModelSettings)
     loop: LoopLimits = Field(default_factory=LoopLimits)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    slack: SlackSettings = Field(default_factory=SlackSettings)
     policy: Policy = Field(default_factory=Policy)
 
 
@@ -78,11 +94,16 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = Field(default=None, validation_alias="OPENAI_API_KEY")
     openai_base_url: str | None = Field(default=None, validation_alias="OPENAI_BASE_URL")
     redis_url: str | None = Field(default=None, validation_alias="REDIS_URL")
+    slack_bot_token: SecretStr | None = Field(default=None, validation_alias="SLACK_BOT_TOKEN")
+    slack_app_token: SecretStr | None = Field(default=None, validation_alias="SLACK_APP_TOKEN")
+    slack_signing_secret: SecretStr | None = Field(default=None, validation_alias="SLACK_SIGNING_SECRET")
+    slack_api_url: str | None = Field(default=None, validation_alias="SLACK_API_URL")
     model: str = "gpt-4o-mini"
     config: Path | None = None
     llm: ModelSettings = Field(default_factory=ModelSettings)
     loop: LoopLimits = Field(default_factory=LoopLimits)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    slack: SlackSettings = Field(default_factory=SlackSettings)
     policy: Policy = Field(default_factory=Policy)
 
     @field_validator("redis_url")
@@ -98,6 +119,30 @@ class Settings(BaseSettings):
         if url is not None and urlsplit(url).scheme not in ("http", "https"):
             raise ValueError("OPENAI_BASE_URL must look like https://host/v1")
         return url
+
+    @field_validator("slack_bot_token")
+    @classmethod
+    def _bot_token(cls, token: SecretStr | None) -> SecretStr | None:
+        if token is not None and not token.get_secret_value().startswith("xoxb-"):
+            raise ValueError("SLACK_BOT_TOKEN must be the bot token (xoxb-...) from the app's OAuth & Permissions page")
+        return token
+
+    @field_validator("slack_app_token")
+    @classmethod
+    def _app_token(cls, token: SecretStr | None) -> SecretStr | None:
+        if token is not None and not token.get_secret_value().startswith("xapp-"):
+            raise ValueError(
+                "SLACK_APP_TOKEN must be an app-level token (xapp-...) with connections:write, "
+                "from the app's Basic Information page"
+            )
+        return token
+
+    @field_validator("slack_api_url")
+    @classmethod
+    def _slack_api_url(cls, url: str | None) -> str | None:
+        if url is not None and urlsplit(url).scheme not in ("http", "https"):
+            raise ValueError("SLACK_API_URL must look like https://slack.com/api/")
+        return url if url is None or url.endswith("/") else url + "/"
 
     @property
     def model_configured(self) -> bool:
