@@ -1,0 +1,606 @@
+"""A fake Slack Web API on a local port, spoken to over real HTTP by the real `slack_sdk.WebClient`.
+
+Mocking `WebClient` methods would skip what goes wrong in production: how the client encodes each
+method (JSON bodies for chat.*, form fields for the rest), how it turns `ok: false` into
+`SlackApiError`, how its retry handlers read `Retry-After`, and what Bolt's `respond()` posts.
+So the fake sits behind the HTTP boundary instead (`WebClient(token=..., base_url=fake.base_url)`)
+and keeps the state tests assert on: each channel's messages, threads, streams, assistant statuses,
+and every call made. Failures (rate limits, 5xx, lost responses) and slowness can be injected per
+method, which is what retry and de-duplication tests need.
+
+The synchronous WebClient POSTs every method, even those the SDK marks GET (conversations.replies,
+usergroups.list): their arguments arrive as form fields. The fake also accepts real GETs and query
+strings, so any client shape works.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from tests.fakes.slack_payloads import next_ts, note_ts
+
+Message = dict[str, Any]
+Answer = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ApiCall:
+    method: str
+    args: dict[str, Any]
+    headers: dict[str, str]  # lower-cased names, so tests need not guess the client's casing
+    at: float  # time.monotonic() on arrival, for asserting on back-off
+
+
+@dataclass
+class _Failure:
+    status: int
+    error: str
+    retry_after: int
+    after_effect: bool
+    times: int
+
+
+class _ApiError(Exception):
+    """An `ok: false` answer; Slack sends these with HTTP 200."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+# Fields that carry JSON; form-encoded clients send them as JSON strings.
+_JSON_FIELDS = ("blocks", "attachments", "metadata", "chunks")
+_STREAM_METHODS = frozenset({"chat.startStream", "chat.appendStream", "chat.stopStream"})
+# Kept on stored messages for tests, never shown through the API.
+_PRIVATE_KEYS = ("streaming",)
+_DEFAULT_LIMIT = 1000
+
+
+def _truthy(value: Any) -> bool:
+    # The WebClient turns bools into "1"/"0" in forms; JSON keeps true/false.
+    return value is True or str(value).lower() in ("1", "true")
+
+
+def _ts_key(message: Message) -> Decimal:
+    # Decimal, not float: a float cannot hold ten digits of seconds plus six of micros exactly.
+    return Decimal(message["ts"])
+
+
+def _parse_args(query: str, raw: bytes, content_type: str) -> tuple[dict[str, Any], str | None]:
+    """Arguments from the query string and the body, whichever the client used; and a parse error, if any."""
+    args: dict[str, Any] = dict(parse_qsl(query, keep_blank_values=True))
+    if raw:
+        text = raw.decode("utf-8")
+        if content_type.startswith("application/json"):
+            try:
+                body = json.loads(text)
+            except json.JSONDecodeError:
+                return args, "invalid_json"
+            if not isinstance(body, dict):
+                return args, "invalid_json"
+            args.update(body)
+        else:
+            args.update(parse_qsl(text, keep_blank_values=True))
+    for name in _JSON_FIELDS:
+        value = args.get(name)
+        if isinstance(value, str) and value.startswith(("[", "{")):
+            try:
+                args[name] = json.loads(value)
+            except json.JSONDecodeError:
+                pass  # left a string, which the method rejects as Slack would (invalid_blocks, ...)
+    return args, None
+
+
+def _public(message: Message, *, metadata: bool = True) -> Message:
+    shown = {key: value for key, value in copy.deepcopy(message).items() if key not in _PRIVATE_KEYS}
+    if not metadata:
+        shown.pop("metadata", None)
+    return shown
+
+
+def _stream_text(args: dict[str, Any]) -> str:
+    """Text a stream call adds: `markdown_text`, then any markdown chunks (what `chat_stream()` sends)."""
+    parts = [str(args.get("markdown_text") or "")]
+    chunks = args.get("chunks")
+    if isinstance(chunks, list):
+        parts += [str(c.get("text", "")) for c in chunks if isinstance(c, dict) and c.get("type") == "markdown_text"]
+    return "".join(parts)
+
+
+class SlackApi:
+    """The fake Web API. Use as a context manager, or call `close()`; it serves from construction."""
+
+    def __init__(
+        self,
+        token: str = "xoxb-test",
+        *,
+        team_id: str = "T1",
+        bot_user_id: str = "UBOT",
+        bot_id: str = "BBOT",
+        app_id: str = "A1",
+        groups: dict[str, list[str]] | None = None,
+    ) -> None:
+        self.token = token
+        self.team_id = team_id
+        self.bot_user_id = bot_user_id
+        self.bot_id = bot_id
+        self.app_id = app_id
+        # Tests may change these three at any time.
+        self.groups: dict[str, list[str]] = dict(groups or {})
+        self.not_in_channel: set[str] = set()
+        self.streams_supported = True
+        # Tracebacks of bugs in the fake itself, answered as HTTP 500 so they are not mistaken for Slack errors.
+        self.errors: list[str] = []
+
+        # Re-entrant so a wait_for predicate can call the helpers while the condition holds the lock.
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+        self._calls: list[ApiCall] = []
+        self._channels: dict[str, list[Message]] = {}
+        self._ephemerals: list[Message] = []
+        self._statuses: dict[tuple[str, str], list[str]] = {}
+        self._responses: dict[str, list[dict[str, Any]]] = {}
+        self._failures: dict[str, list[_Failure]] = {}
+        self._delays: dict[str, float] = {}
+        self._methods: dict[str, Callable[[dict[str, Any]], Answer]] = {
+            "auth.test": self._auth_test,
+            "chat.postMessage": self._post_message,
+            "chat.update": self._update,
+            "chat.postEphemeral": self._post_ephemeral,
+            "chat.startStream": self._start_stream,
+            "chat.appendStream": self._append_stream,
+            "chat.stopStream": self._stop_stream,
+            "assistant.threads.setStatus": self._set_status,
+            "conversations.replies": self._conversations_replies,
+            "conversations.history": self._conversations_history,
+            "usergroups.list": self._usergroups_list,
+        }
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._http.daemon_threads = True
+        # A short poll so close() returns at once rather than after serve_forever's default half second.
+        self._thread = threading.Thread(
+            target=self._http.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-slack-api", daemon=True
+        )
+        self._thread.start()
+        self._closed = False
+
+    # Lifecycle.
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._http.server_address[1]}/api/"
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._http.shutdown()
+        self._http.server_close()
+
+    def __enter__(self) -> SlackApi:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # What tests seed and inspect.
+
+    def add_message(
+        self,
+        channel: str,
+        text: str,
+        user: str = "U1",
+        thread_ts: str | None = None,
+        ts: str | None = None,
+        bot_id: str | None = None,
+    ) -> str:
+        """Seed a message as if someone had posted it; returns its ts."""
+        with self._changed:
+            if ts is None:
+                ts = next_ts()
+            else:
+                note_ts(ts)
+            message: Message = {"type": "message", "ts": ts, "text": text, "user": user, "team": self.team_id}
+            if bot_id is not None:
+                message["bot_id"] = bot_id
+            if thread_ts is not None:
+                message["thread_ts"] = thread_ts
+            self._store(channel, message)
+            self._changed.notify_all()
+            return ts
+
+    def messages(self, channel: str, thread_ts: str | None = None) -> list[Message]:
+        """A thread (root, then replies) or, without `thread_ts`, every message of the channel; by ts."""
+        with self._lock:
+            stored = self._channels.get(channel, [])
+            if thread_ts is not None:
+                stored = [m for m in stored if m["ts"] == thread_ts or m.get("thread_ts") == thread_ts]
+            return copy.deepcopy(stored)
+
+    def replies(self, channel: str, thread_ts: str) -> list[Message]:
+        """Only what the bot posted in the thread, root excluded: usually what a test asserts on."""
+        return [m for m in self.messages(channel, thread_ts) if m["ts"] != thread_ts and self._is_bot(m)]
+
+    def ephemerals(self, channel: str | None = None) -> list[Message]:
+        with self._lock:
+            return [copy.deepcopy(m) for m in self._ephemerals if channel is None or m["channel"] == channel]
+
+    def statuses(self, channel: str, thread_ts: str) -> list[str]:
+        """Every assistant status set on the thread, in order ("" is Slack's way of clearing it)."""
+        with self._lock:
+            return list(self._statuses.get((channel, thread_ts), []))
+
+    def calls(self, method: str | None = None) -> list[ApiCall]:
+        with self._lock:
+            return [call for call in self._calls if method is None or call.method == method]
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float = 10) -> bool:
+        """Block until `predicate()` holds, re-checking whenever a call arrives or changes state."""
+        with self._changed:
+            return self._changed.wait_for(predicate, timeout)
+
+    # Misbehaviour on demand.
+
+    def fail(
+        self,
+        method: str,
+        *,
+        status: int = 429,
+        times: int = 1,
+        retry_after: int = 1,
+        error: str | None = None,
+        after_effect: bool = False,
+    ) -> None:
+        """Make the next `times` calls of `method` fail.
+
+        429 answers with `Retry-After: retry_after` and `ratelimited`; any other status answers
+        with that HTTP status and `{"ok": false, "error": error}` (200 gives a plain Slack error).
+        With `after_effect` the call takes effect first and only the answer is lost, as when a
+        response times out after Slack has already posted the message.
+        """
+        if error is None:
+            error = "ratelimited" if status == 429 else "internal_error" if status >= 500 else "fatal_error"
+        with self._lock:
+            self._failures.setdefault(method, []).append(_Failure(status, error, retry_after, after_effect, times))
+
+    def delay(self, method: str, seconds: float) -> None:
+        """Answer every later call of `method` after `seconds` (0 to stop); the call is recorded on arrival."""
+        with self._lock:
+            self._delays[method] = seconds
+
+    # Slash command response_urls.
+
+    def response_url(self, key: str) -> str:
+        return f"http://127.0.0.1:{self._http.server_address[1]}/respond/{key}"
+
+    def responses(self, key: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return copy.deepcopy(self._responses.get(key, []))
+
+    # The HTTP side.
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                self._dispatch()
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                self._dispatch()
+
+            def _dispatch(self) -> None:
+                url = urlsplit(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                headers = {name.lower(): value for name, value in self.headers.items()}
+                try:
+                    if url.path.startswith("/api/"):
+                        args, parse_error = _parse_args(url.query, raw, headers.get("content-type", ""))
+                        status, answer, extra = fake._api(url.path[len("/api/") :], args, headers, parse_error)
+                        self._send(status, json.dumps(answer).encode(), "application/json; charset=utf-8", extra)
+                    elif url.path.startswith("/respond/"):
+                        status, text = fake._respond(url.path[len("/respond/") :], raw)
+                        self._send(status, text.encode(), "text/plain; charset=utf-8", {})
+                    else:
+                        self._send(404, b"not found", "text/plain; charset=utf-8", {})
+                except Exception:
+                    with fake._lock:
+                        fake.errors.append(traceback.format_exc())
+                    answer = {"ok": False, "error": "fake_slack_bug", "detail": fake.errors[-1]}
+                    self._send(500, json.dumps(answer).encode(), "application/json; charset=utf-8", {})
+
+            def _send(self, status: int, data: bytes, content_type: str, headers: dict[str, str]) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        return Handler
+
+    def _api(
+        self, method: str, args: dict[str, Any], headers: dict[str, str], parse_error: str | None
+    ) -> tuple[int, Answer, dict[str, str]]:
+        with self._changed:
+            self._calls.append(ApiCall(method, copy.deepcopy(args), headers, time.monotonic()))
+            self._changed.notify_all()
+            delay = self._delays.get(method, 0.0)
+        if delay:
+            time.sleep(delay)  # outside the lock, so other calls go on meanwhile
+        with self._changed:
+            try:
+                return self._answer(method, args, headers, parse_error)
+            finally:
+                self._changed.notify_all()
+
+    def _answer(
+        self, method: str, args: dict[str, Any], headers: dict[str, str], parse_error: str | None
+    ) -> tuple[int, Answer, dict[str, str]]:
+        authorization = headers.get("authorization", "")
+        token = authorization.removeprefix("Bearer ") if authorization.startswith("Bearer ") else args.get("token")
+        if token != self.token:
+            return 200, {"ok": False, "error": "invalid_auth"}, {}
+        failure = self._take_failure(method)
+        if failure is not None and not failure.after_effect:
+            return self._failure_answer(failure)
+        answer = self._run(method, args, parse_error)
+        if failure is not None:
+            return self._failure_answer(failure)
+        return 200, answer, {}
+
+    def _run(self, method: str, args: dict[str, Any], parse_error: str | None) -> Answer:
+        handler = self._methods.get(method)
+        try:
+            if handler is None or (method in _STREAM_METHODS and not self.streams_supported):
+                raise _ApiError("unknown_method")
+            if parse_error is not None:
+                raise _ApiError(parse_error)
+            return handler(args)
+        except _ApiError as error:
+            return {"ok": False, "error": error.error}
+
+    def _take_failure(self, method: str) -> _Failure | None:
+        queue = self._failures.get(method)
+        if not queue:
+            return None
+        failure = queue[0]
+        failure.times -= 1
+        if failure.times <= 0:
+            queue.pop(0)
+        return failure
+
+    @staticmethod
+    def _failure_answer(failure: _Failure) -> tuple[int, Answer, dict[str, str]]:
+        headers = {"Retry-After": str(failure.retry_after)} if failure.status == 429 else {}
+        return failure.status, {"ok": False, "error": failure.error}, headers
+
+    def _respond(self, key: str, raw: bytes) -> tuple[int, str]:
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            return 400, "invalid_payload"
+        with self._changed:
+            self._responses.setdefault(key, []).append(body)
+            self._changed.notify_all()
+        return 200, "ok"
+
+    # The store. Callers hold the lock.
+
+    def _store(self, channel: str, message: Message) -> None:
+        stored = self._channels.setdefault(channel, [])
+        if any(m["ts"] == message["ts"] for m in stored):
+            raise ValueError(f"a message with ts {message['ts']} is already in {channel}")
+        stored.append(message)
+        stored.sort(key=_ts_key)
+
+    def _find(self, channel: str, ts: Any) -> Message:
+        for message in self._channels.get(channel, []):
+            if message["ts"] == ts:
+                return message
+        raise _ApiError("message_not_found")
+
+    def _is_bot(self, message: Message) -> bool:
+        return message.get("bot_id") == self.bot_id or message.get("user") == self.bot_user_id
+
+    def _channel(self, args: dict[str, Any], name: str = "channel") -> str:
+        channel = args.get(name)
+        if not channel:
+            raise _ApiError("channel_not_found")
+        if channel in self.not_in_channel:
+            raise _ApiError("not_in_channel")
+        return str(channel)
+
+    def _bot_message(self, text: str, thread_ts: Any) -> Message:
+        message: Message = {
+            "type": "message",
+            "ts": next_ts(),
+            "text": text,
+            "user": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "app_id": self.app_id,
+            "team": self.team_id,
+        }
+        if thread_ts:
+            message["thread_ts"] = str(thread_ts)
+        return message
+
+    @staticmethod
+    def _set_content(message: Message, args: dict[str, Any]) -> None:
+        """Blocks, attachments and metadata from the call, all checked before any is set, as Slack checks them."""
+        content: dict[str, Any] = {}
+        if "blocks" in args:
+            if not isinstance(args["blocks"], list):
+                raise _ApiError("invalid_blocks")
+            content["blocks"] = args["blocks"]
+        if "attachments" in args:
+            if not isinstance(args["attachments"], list):
+                raise _ApiError("invalid_attachments")
+            content["attachments"] = args["attachments"]
+        if "metadata" in args:
+            metadata = args["metadata"]
+            if not isinstance(metadata, dict) or not metadata.get("event_type"):
+                raise _ApiError("invalid_metadata_format")
+            content["metadata"] = {
+                "event_type": metadata["event_type"],
+                "event_payload": metadata.get("event_payload") or {},
+            }
+        message.update(content)
+
+    # Methods.
+
+    def _auth_test(self, args: dict[str, Any]) -> Answer:
+        return {
+            "ok": True,
+            "url": "https://test.slack.com/",
+            "team": "Test",
+            "user": "opsbot",
+            "team_id": self.team_id,
+            "user_id": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "is_enterprise_install": False,
+        }
+
+    def _post_message(self, args: dict[str, Any]) -> Answer:
+        channel = self._channel(args)
+        text = str(args.get("text") or args.get("markdown_text") or "")
+        if not text and not args.get("blocks") and not args.get("attachments"):
+            raise _ApiError("no_text")
+        message = self._bot_message(text, args.get("thread_ts"))
+        self._set_content(message, args)
+        self._store(channel, message)
+        return {"ok": True, "channel": channel, "ts": message["ts"], "message": _public(message)}
+
+    def _update(self, args: dict[str, Any]) -> Answer:
+        channel = self._channel(args)
+        message = self._find(channel, args.get("ts"))
+        if not self._is_bot(message):
+            raise _ApiError("cant_update_message")
+        self._set_content(message, args)
+        if "text" in args or "markdown_text" in args:
+            message["text"] = str(args.get("text") or args.get("markdown_text") or "")
+        message["edited"] = {"user": self.bot_user_id, "ts": next_ts()}
+        return {
+            "ok": True,
+            "channel": channel,
+            "ts": message["ts"],
+            "text": message["text"],
+            "message": _public(message),
+        }
+
+    def _post_ephemeral(self, args: dict[str, Any]) -> Answer:
+        channel = self._channel(args)
+        if not args.get("user"):
+            raise _ApiError("user_not_in_channel")
+        ts = next_ts()
+        message: Message = {"channel": channel, "user": str(args["user"]), "ts": ts, "text": args.get("text", "")}
+        if args.get("thread_ts"):
+            message["thread_ts"] = str(args["thread_ts"])
+        self._set_content(message, args)
+        self._ephemerals.append(message)
+        return {"ok": True, "message_ts": ts}
+
+    def _start_stream(self, args: dict[str, Any]) -> Answer:
+        channel = self._channel(args)
+        message = self._bot_message(_stream_text(args), args.get("thread_ts"))
+        message["streaming"] = True
+        self._store(channel, message)
+        return {"ok": True, "channel": channel, "ts": message["ts"]}
+
+    def _streaming(self, args: dict[str, Any]) -> tuple[str, Message]:
+        channel = self._channel(args)
+        message = self._find(channel, args.get("ts"))
+        if not message.get("streaming"):
+            raise _ApiError("message_not_in_streaming_state")
+        return channel, message
+
+    def _append_stream(self, args: dict[str, Any]) -> Answer:
+        channel, message = self._streaming(args)
+        message["text"] += _stream_text(args)
+        return {"ok": True, "channel": channel, "ts": message["ts"]}
+
+    def _stop_stream(self, args: dict[str, Any]) -> Answer:
+        channel, message = self._streaming(args)
+        self._set_content(message, args)  # first: invalid blocks leave the stream open and its text unchanged
+        message["text"] += _stream_text(args)
+        message["streaming"] = False
+        return {"ok": True, "channel": channel, "ts": message["ts"], "message": _public(message)}
+
+    def _set_status(self, args: dict[str, Any]) -> Answer:
+        channel = self._channel(args, "channel_id")
+        thread_ts = args.get("thread_ts")
+        if not thread_ts:
+            raise _ApiError("invalid_arguments")
+        self._statuses.setdefault((channel, str(thread_ts)), []).append(str(args.get("status", "")))
+        return {"ok": True}
+
+    def _conversations_replies(self, args: dict[str, Any]) -> Answer:
+        channel = self._channel(args)
+        ts = args.get("ts")
+        try:
+            root = self._find(channel, ts)
+        except _ApiError:
+            raise _ApiError("thread_not_found") from None
+        later = [m for m in self._channels[channel] if m.get("thread_ts") == ts and m["ts"] != ts]
+        with_metadata = _truthy(args.get("include_all_metadata"))
+        shown = _public(root, metadata=with_metadata)
+        if later:
+            # A root with replies carries the thread's summary, as Slack returns it.
+            shown.update(
+                thread_ts=root["ts"],
+                reply_count=len(later),
+                reply_users=sorted({str(m.get("user")) for m in later if m.get("user")}),
+                latest_reply=later[-1]["ts"],
+            )
+        thread = [shown] + [_public(m, metadata=with_metadata) for m in later]
+        limit = int(args.get("limit") or _DEFAULT_LIMIT)
+        start = int(args.get("cursor") or 0)  # the cursor is just an offset; clients only echo it back
+        page = thread[start : start + limit]
+        more = start + limit < len(thread)
+        return {
+            "ok": True,
+            "messages": page,
+            "has_more": more,
+            "response_metadata": {"next_cursor": str(start + limit) if more else ""},
+        }
+
+    def _conversations_history(self, args: dict[str, Any]) -> Answer:
+        """The channel's top-level messages, newest first (replies stay in their threads)."""
+        channel = self._channel(args)
+        with_metadata = _truthy(args.get("include_all_metadata"))
+        top = [m for m in self._channels.get(channel, []) if m.get("thread_ts") in (None, m["ts"])]
+        limit = int(args.get("limit") or _DEFAULT_LIMIT)
+        newest = sorted(top, key=_ts_key, reverse=True)[:limit]
+        return {"ok": True, "messages": [_public(m, metadata=with_metadata) for m in newest], "has_more": False}
+
+    def _usergroups_list(self, args: dict[str, Any]) -> Answer:
+        with_users = _truthy(args.get("include_users"))
+        groups = []
+        for group_id, users in self.groups.items():
+            group: dict[str, Any] = {
+                "id": group_id,
+                "team_id": self.team_id,
+                "is_usergroup": True,
+                "name": group_id,
+                "handle": group_id.lower(),
+                "user_count": len(users),
+            }
+            if with_users:
+                group["users"] = list(users)
+            groups.append(group)
+        return {"ok": True, "usergroups": groups}
