@@ -172,6 +172,43 @@ def ask(ctx: click.Context, question: str, thread: str, as_json: bool) -> None:
         ctx.exit(EXIT_NO_ANSWER)
 
 
+@main.command()
+@click.option("--http", "http", is_flag=True, help="Serve the Events API over HTTP on $PORT instead of Socket Mode.")
+@click.option("--port", envvar="PORT", default=3000, show_default=True, help="HTTP port (with --http).")
+@click.pass_context
+def serve(ctx: click.Context, http: bool, port: int) -> None:
+    """Serve Slack: Socket Mode (SLACK_APP_TOKEN), or HTTP with --http (SLACK_SIGNING_SECRET)."""
+    from slack_bolt.adapter.socket_mode import SocketModeHandler
+    from slack_bolt.adapter.wsgi import SlackRequestHandler
+
+    from bot.slack.app import StartupError, app_token, build_slack_app
+    from bot.web import WebApp
+    from bot.web import serve as serve_http
+
+    settings = _settings(ctx)
+    logging.getLogger("opsbot").setLevel(logging.INFO)
+    try:
+        token = None if http else app_token(settings)
+        slack = build_slack_app(settings, http=http)
+    except StartupError as exc:
+        click.secho(f"opsbot cannot start: {exc}", fg="red", err=True)
+        raise click.exceptions.Exit(EXIT_CONFIG) from exc
+    click.secho(
+        f"opsbot serving Slack as {slack.identity.user_id} ({'HTTP on port ' + str(port) if http else 'Socket Mode'})",
+        err=True,
+    )
+    try:
+        if http:
+            web = WebApp(
+                SlackRequestHandler(slack.app), lambda: {"ok": slack.state.ping(), "bot": slack.identity.user_id}
+            )
+            serve_http(web, port)
+        else:
+            SocketModeHandler(slack.app, token).start()  # type: ignore[no-untyped-call]
+    finally:
+        slack.close()
+
+
 @main.command("check-config")
 @click.argument("path", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.pass_context

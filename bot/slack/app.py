@@ -1,0 +1,130 @@
+"""Builds the Bolt app and everything it hands work to, and registers the listeners. Nothing else."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from urllib.error import URLError
+
+from pydantic import SecretStr
+from slack_bolt import App
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
+
+from bot.build import build_agent
+from bot.loop import Agent
+from bot.slack.approvals import Approvals
+from bot.slack.conversation import Conversation
+from bot.slack.delivery import Dispatcher, WorkerPool
+from bot.slack.intake import BotIdentity, Intake
+from bot.slack.listeners import actions, commands, events
+from bot.slack.principals import Directory
+from bot.slack.state import SlackState
+from config.settings import Settings
+
+# Listeners only queue work, so a few threads ack everything Slack sends.
+_LISTENER_THREADS = 16
+
+
+class StartupError(Exception):
+    """opsbot cannot serve Slack as configured; the message names the variable to fix."""
+
+
+@dataclass
+class SlackApp:
+    app: App
+    dispatcher: Dispatcher
+    pool: WorkerPool
+    state: SlackState
+    identity: BotIdentity
+
+    def close(self) -> None:
+        self.dispatcher.stop()
+        self.pool.shutdown()
+
+
+def web_client(settings: Settings) -> WebClient:
+    token = _required(_secret(settings.slack_bot_token), "SLACK_BOT_TOKEN")
+    # Only 429s are retried by the client (Slack did nothing): a lost response to a post is
+    # retried by posting.py, which first looks whether the post arrived after all.
+    return WebClient(
+        token=token,
+        base_url=settings.slack_api_url or WebClient.BASE_URL,
+        timeout=15,
+        retry_handlers=[RateLimitErrorRetryHandler(max_retry_count=5)],
+    )
+
+
+def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) -> SlackApp:
+    """Raises `StartupError` for a missing or refused token, secret or Redis."""
+    client = web_client(settings)
+    signing_secret = _secret(settings.slack_signing_secret)
+    if http:
+        _required(signing_secret, "SLACK_SIGNING_SECRET")
+    redis_url = _required(settings.redis_url, "REDIS_URL")
+    identity = _identity(client)
+    state = SlackState.from_url(redis_url, drain_ttl_s=settings.memory.lock_ttl_s)
+    if not state.ping():
+        raise StartupError(
+            f"REDIS_URL: cannot reach Redis at {redis_url.split('@')[-1]}; Slack mode keeps its state there"
+        )
+    agent = agent or build_agent(settings)
+    app = App(
+        client=client,
+        signing_secret=signing_secret,
+        token_verification_enabled=False,
+        request_verification_enabled=http,
+        listener_executor=ThreadPoolExecutor(max_workers=_LISTENER_THREADS, thread_name_prefix="bolt-listener"),
+    )
+    pool = WorkerPool(settings.slack.workers, settings.slack.backlog)
+    directory = Directory(client)
+    # An approval's outcome continues the conversation through the same queues as a message.
+    approvals = Approvals(
+        client, state, settings.policy, lambda job: dispatcher.submit(job), settings.slack.max_output_chars
+    )
+    conversation = Conversation(agent, client, state, approvals, settings.slack)
+    dispatcher = Dispatcher(state, pool, handle=conversation.handle, refuse=conversation.refuse)
+    intake = Intake(
+        agent, client, settings.policy, state, dispatcher, directory, identity, settings.slack, settings.memory.ttl_s
+    )
+    events.register(app, intake)
+    commands.register(app, intake)
+    actions.register(app, approvals, pool, directory, state, settings.memory.ttl_s)
+    dispatcher.start_janitor()
+    return SlackApp(app, dispatcher, pool, state, identity)
+
+
+def _identity(client: WebClient) -> BotIdentity:
+    try:
+        response = client.auth_test()
+    except SlackApiError as exc:
+        raise StartupError(
+            f"SLACK_BOT_TOKEN was refused by Slack ({exc.response.get('error')}); "
+            "copy the Bot User OAuth Token from the app's OAuth & Permissions page"
+        ) from exc
+    except (URLError, OSError) as exc:
+        raise StartupError(f"cannot reach the Slack API at {client.base_url} ({exc}); check SLACK_API_URL") from exc
+    return BotIdentity(user_id=response["user_id"], bot_id=response.get("bot_id") or "", team_id=response["team_id"])
+
+
+def _secret(value: SecretStr | None) -> str | None:
+    return value.get_secret_value() if value is not None else None
+
+
+def _required(value: str | None, name: str) -> str:
+    if not value:
+        raise StartupError(f"{name} is not set; {_WHERE[name]}")
+    return value
+
+
+_WHERE = {
+    "SLACK_BOT_TOKEN": "set it to the app's Bot User OAuth Token (xoxb-...), from OAuth & Permissions",
+    "SLACK_APP_TOKEN": "set it to an app-level token (xapp-...) with connections:write, from Basic Information",
+    "SLACK_SIGNING_SECRET": "HTTP mode verifies every request with it; copy it from the app's Basic Information",
+    "REDIS_URL": "Slack mode keeps dedupe, queues and approvals in Redis, e.g. REDIS_URL=redis://localhost:6379/0",
+}
+
+
+def app_token(settings: Settings) -> str:
+    return _required(_secret(settings.slack_app_token), "SLACK_APP_TOKEN")

@@ -1,0 +1,148 @@
+"""Write commands waiting for a person: the request message, and what a click on it does.
+
+A click is checked before anything is used up (a refused click leaves the request for someone
+allowed), then the one decision is claimed in Redis (a double click, or two approvers at once,
+decide once), then exactly the approved argv runs. The decision replaces the buttons, the result
+goes to the thread, and when the model asked for the command it is told the outcome and goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from urllib.error import URLError
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from bot.commands import render_result
+from bot.prompts import approval_outcome
+from bot.slack.blocks import approval_blocks, decision_blocks, escape, mention, output_blocks
+from bot.slack.jobs import Job, PendingApproval, ThreadRef
+from bot.slack.posting import post_once
+from bot.slack.state import SlackState
+from config.policy import Policy, Principal
+from tools.base import ToolResult
+from tools.commands import ApprovalRequest, check_approval, run_approved
+
+log = logging.getLogger("opsbot.slack")
+
+# A decided or expired request stays readable a while, so late clicks get a clear answer.
+_KEEP_AFTER_EXPIRY_S = 3600
+
+
+class Approvals:
+    def __init__(
+        self,
+        client: WebClient,
+        state: SlackState,
+        policy: Policy,
+        continue_with: Callable[[Job], None],
+        max_output_chars: int,
+    ) -> None:
+        self.client = client
+        self.state = state
+        self.policy = policy
+        self.continue_with = continue_with
+        self.max_output_chars = max_output_chars
+
+    def ask(self, thread: ThreadRef, request: ApprovalRequest, why: str, continues_agent: bool) -> None:
+        """Post the request with Approve/Deny buttons in `thread` (stored first: a click always finds it)."""
+        pending = PendingApproval(request=request, thread=thread, why=why, continues_agent=continues_agent)
+        self.state.save_approval(pending, _ttl(request))
+        post_once(
+            self.client,
+            thread.channel,
+            thread.thread_ts,
+            request.id,
+            text=f"Approval needed: {request.command} ({' '.join(request.argv)})",
+            blocks=approval_blocks(pending),
+            kind="opsbot_approval",
+        )
+
+    def decide(self, request_id: str, approve: bool, clicker: Principal, channel: str, message_ts: str) -> None:
+        pending = self.state.approval(request_id)
+        if pending is None:
+            self._tell(clicker, channel, "This approval request is unknown or long expired; ask for the command again.")
+            self._replace(channel, message_ts, None, "Expired: nothing was run.")
+            return
+        request = pending.request
+        checked = check_approval(self.policy, request, clicker)
+        refused = checked if isinstance(checked, ToolResult) else None
+        if refused is not None and not (not approve and _same_person(clicker, request.requested_by)):
+            assert refused.error is not None
+            self._tell(clicker, channel, f"You cannot decide on this request: {escape(refused.error.message)}.")
+            if datetime.now(UTC) >= request.expires_at:
+                self._replace(channel, message_ts, pending, "Expired: nothing was run. Ask for the command again.")
+            return
+        winner = self.state.claim_decision(request_id, clicker.user, _ttl(request) + _KEEP_AFTER_EXPIRY_S)
+        if winner is not None:
+            self._tell(clicker, channel, f"This request was already decided by {mention(winner)}.")
+            return
+        if approve:
+            self._approved(pending, clicker, channel, message_ts)
+        else:
+            self._denied(pending, clicker, channel, message_ts)
+
+    def _approved(self, pending: PendingApproval, approver: Principal, channel: str, message_ts: str) -> None:
+        request = pending.request
+        self._replace(channel, message_ts, pending, f"✅ Approved by {mention(approver.user)}; running…")
+        result = run_approved(self.policy, request, approver)
+        shown = render_result(result, approver)
+        outcome = "ran" if result.ok else f"did not complete ({result.status})"
+        self._replace(channel, message_ts, pending, f"✅ Approved by {mention(approver.user)}; {outcome}.")
+        post_once(
+            self.client,
+            pending.thread.channel,
+            pending.thread.thread_ts,
+            f"{request.id}:result",
+            text=f"{request.command}: {outcome}",
+            blocks=output_blocks(
+                f"{request.command} (approved by {approver.user})", shown, result.ok, self.max_output_chars
+            ),
+            kind="opsbot_result",
+        )
+        if pending.continues_agent:
+            self._continue(pending, approval_outcome(request.command, approver.user, True, shown))
+
+    def _denied(self, pending: PendingApproval, decider: Principal, channel: str, message_ts: str) -> None:
+        request = pending.request
+        self._replace(channel, message_ts, pending, f"✋ Denied by {mention(decider.user)}; nothing was run.")
+        if pending.continues_agent:
+            self._continue(pending, approval_outcome(request.command, decider.user, False, ""))
+
+    def _continue(self, pending: PendingApproval, text: str) -> None:
+        requester = pending.request.requested_by
+        assert requester is not None, "the model's requests always name who asked"
+        self.continue_with(
+            Job(
+                id=f"{pending.request.id}:continued",
+                kind="continuation",
+                thread=pending.thread,
+                user=requester.user,
+                text=text,
+                principal=requester,
+            )
+        )
+
+    def _replace(self, channel: str, message_ts: str, pending: PendingApproval | None, decision: str) -> None:
+        blocks = decision_blocks(pending, decision) if pending else None
+        try:
+            self.client.chat_update(channel=channel, ts=message_ts, text=decision, blocks=blocks)
+        except (SlackApiError, URLError, OSError) as exc:
+            log.warning("approval message %s not updated: %s", message_ts, exc)
+
+    def _tell(self, who: Principal, channel: str, text: str) -> None:
+        try:
+            self.client.chat_postEphemeral(channel=channel, user=who.user, text=text)
+        except (SlackApiError, URLError, OSError) as exc:
+            log.warning("could not tell %s: %s", who.user, exc)
+
+
+def _ttl(request: ApprovalRequest) -> int:
+    return max(int((request.expires_at - datetime.now(UTC)).total_seconds()), 1) + _KEEP_AFTER_EXPIRY_S
+
+
+def _same_person(one: Principal, other: Principal | None) -> bool:
+    return other is not None and (one.team, one.user) == (other.team, other.user)

@@ -1,0 +1,138 @@
+"""Getting each Slack message to exactly one run: a bounded worker pool and per-thread queues.
+
+Listeners only accept work (a few milliseconds, then Bolt's ack); agent runs happen on
+`WorkerPool`, never on Bolt's listener pool, so a slow model can never keep a slash command from
+being acked. A thread's messages go through its queue in Redis: the process that finds the
+thread idle drains it, one job after another, so runs in one thread never overlap or interleave
+across processes, and a message arriving during a run is answered after it.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import redis
+
+from bot.slack.jobs import Job
+from bot.slack.state import SlackState
+
+log = logging.getLogger("opsbot.slack")
+
+
+class WorkerPool:
+    """`workers` runs at once and `backlog` more waiting; beyond that `reserve` says no."""
+
+    def __init__(self, workers: int, backlog: int) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="opsbot-run")
+        self._slots = threading.BoundedSemaphore(workers + backlog)
+        self._taken = 0
+        self._count = threading.Lock()
+
+    def reserve(self) -> bool:
+        if not self._slots.acquire(blocking=False):
+            return False
+        with self._count:
+            self._taken += 1
+        return True
+
+    def release(self) -> None:
+        with self._count:
+            self._taken -= 1
+        self._slots.release()
+
+    def idle(self) -> bool:
+        """Nothing running or waiting here (for health checks and tests)."""
+        return self._taken == 0
+
+    def run_reserved(self, work: Callable[[], None]) -> None:
+        """Run `work` on a slot taken with `reserve`; the slot is given back when it ends."""
+
+        def wrapped() -> None:
+            try:
+                work()
+            except Exception:
+                log.exception("opsbot worker failed")
+            finally:
+                self.release()
+
+        self._executor.submit(wrapped)
+
+    def submit(self, work: Callable[[], None]) -> bool:
+        if not self.reserve():
+            return False
+        self.run_reserved(work)
+        return True
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=False)
+
+
+class Dispatcher:
+    """Accepts jobs from listeners and runs each exactly once, in order per thread."""
+
+    def __init__(
+        self,
+        state: SlackState,
+        pool: WorkerPool,
+        handle: Callable[[Job], None],
+        refuse: Callable[[Job, str], None],
+    ) -> None:
+        self.state = state
+        self.pool = pool
+        self.handle = handle
+        self.refuse = refuse
+        self._stop = threading.Event()
+
+    def submit(self, job: Job) -> None:
+        if not self.pool.reserve():
+            self.refuse(job, "opsbot is busy with other questions right now; nothing was run. Ask again in a minute.")
+            return
+        try:
+            token = self.state.enqueue(job.thread.key, job)
+        except BaseException:
+            self.pool.release()
+            raise
+        if token is None:
+            self.pool.release()  # this thread's drainer, here or in another process, will take it
+            return
+        self.pool.run_reserved(lambda: self._drain(job.thread.key, token))
+
+    def sweep(self) -> int:
+        """Drain queues whose drainer died with its process; how many were taken over."""
+        taken = 0
+        for thread in self.state.orphaned_queues():
+            if not self.pool.reserve():
+                break
+            token = self.state.claim_idle(thread)
+            if token is None:
+                self.pool.release()
+                continue
+            taken += 1
+            self.pool.run_reserved(functools.partial(self._drain, thread, token))
+        return taken
+
+    def start_janitor(self, interval_s: float = 30.0) -> None:
+        def loop() -> None:
+            while not self._stop.wait(interval_s):
+                try:
+                    self.sweep()
+                except redis.RedisError as exc:
+                    log.warning("queue sweep failed: %s", exc)
+
+        threading.Thread(target=loop, name="opsbot-janitor", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _drain(self, thread: str, token: str) -> None:
+        while True:
+            job = self.state.next_job(thread, token)
+            if job is None:
+                if self.state.release(thread, token):
+                    return
+                continue
+            self.handle(job)

@@ -1,0 +1,60 @@
+"""What crosses from a Slack listener to a worker: one job per message, stored in Redis while it waits."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from config.policy_base import Principal
+from tools.commands import ApprovalRequest
+
+
+class ThreadRef(BaseModel):
+    """A Slack thread: where a conversation lives and where its answers go."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    team: str
+    channel: str
+    thread_ts: str = Field(description="ts of the thread's root message")
+
+    @property
+    def key(self) -> str:
+        """The thread key memory uses: team + channel + thread root."""
+        return f"slack:{self.team}:{self.channel}:{self.thread_ts}"
+
+
+class Job(BaseModel):
+    """One piece of work for a thread, answered exactly once.
+
+    `question`: a person's message (direct command or question for the model). `continuation`: the
+    outcome of an approval, told to the model so the conversation goes on from it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(description="unique per delivery; marks the answer so a retried post is found, not repeated")
+    kind: Literal["question", "continuation"] = "question"
+    thread: ThreadRef
+    user: str
+    text: str
+    principal: Principal
+    ts: str = Field(default="", description="the message's own ts (the thread root's for a new thread)")
+    first_in_thread: bool = Field(default=False, description="opsbot's first message here: read the thread first")
+    response_url: str | None = Field(
+        default=None, description="answer privately here: opsbot cannot post in the channel"
+    )
+
+
+class PendingApproval(BaseModel):
+    """A write command waiting for a person, stored until it is decided or expires."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    request: ApprovalRequest
+    thread: ThreadRef
+    why: str = Field(description="the message that led to it, as shown to approvers")
+    continues_agent: bool = Field(description="tell the model the outcome (false for /ops run)")
+    message_ts: str | None = Field(
+        default=None, description="the approval message, whose buttons the decision replaces"
+    )

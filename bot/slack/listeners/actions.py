@@ -1,0 +1,52 @@
+"""Buttons: Approve/Deny on approval requests, feedback on answers. Acked first, decided after."""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from slack_bolt import Ack, App
+from slack_sdk import WebClient
+
+from bot.slack.approvals import Approvals
+from bot.slack.blocks import APPROVE, DENY, FEEDBACK
+from bot.slack.delivery import WorkerPool
+from bot.slack.principals import Directory
+from bot.slack.state import SlackState
+
+
+def register(
+    app: App, approvals: Approvals, pool: WorkerPool, directory: Directory, state: SlackState, feedback_ttl_s: int
+) -> None:
+    def decide(approve: bool, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
+        user, channel = body["user"]["id"], body["channel"]["id"]
+        team = body["user"].get("team_id") or body["team"]["id"]
+        clicker = directory.principal(user, team, channel)
+        message_ts = body["container"].get("message_ts") or body["message"]["ts"]
+        work = functools.partial(approvals.decide, action["value"], approve, clicker, channel, message_ts)
+        if not pool.submit(work):
+            client.chat_postEphemeral(
+                channel=channel,
+                user=user,
+                text="opsbot is busy right now; nothing was decided. Click again in a minute.",
+            )
+
+    @app.action(APPROVE)
+    def on_approve(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
+        ack()
+        decide(True, body, action, client)
+
+    @app.action(DENY)
+    def on_deny(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
+        ack()
+        decide(False, body, action, client)
+
+    @app.action(re.compile(f"^{FEEDBACK}_(good|bad)$"))
+    def on_feedback(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
+        ack()
+        value = action["action_id"].removeprefix(f"{FEEDBACK}_")
+        state.record_feedback(action["value"], body["user"]["id"], value, feedback_ttl_s)
+        client.chat_postEphemeral(
+            channel=body["channel"]["id"], user=body["user"]["id"], text="Thanks: your feedback is recorded."
+        )

@@ -1,0 +1,117 @@
+"""opsbot's Slack app wired to fakes: the fake Web API, the scripted model server, a real Redis.
+
+Requests go through `App.dispatch` with Slack's signature headers, the path Bolt's WSGI and Socket
+Mode adapters take, so signature checks, acks and listener matching are Bolt's own.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from slack_bolt.request import BoltRequest
+from slack_bolt.response import BoltResponse
+
+from bot.llm import ModelClient
+from bot.loop import Agent
+from bot.memory_redis import RedisMemory
+from bot.slack.app import SlackApp, build_slack_app
+from config.policy import Policy
+from config.settings import LoopLimits, MemorySettings, Settings, SlackSettings
+from tests.fakes import slack_payloads as payloads
+from tests.fakes.model_server import ModelServer
+from tests.fakes.slack_api import SlackApi
+from tools.catalog import ops_tools
+
+SECRET = "test-signing-secret"
+TOKEN = "xoxb-test"
+
+
+def stack_settings(
+    slack: SlackApi, redis_url: str, policy: Policy, model: ModelServer | None, **slack_settings: Any
+) -> Settings:
+    return Settings(
+        slack_bot_token=TOKEN,
+        slack_signing_secret=SECRET,
+        slack_api_url=slack.base_url,
+        redis_url=redis_url,
+        openai_base_url=model.base_url if model else None,
+        model="scripted",
+        policy=policy,
+        loop=LoopLimits(tool_retry_backoff_s=0.01),
+        memory=MemorySettings(lock_wait_s=30),
+        slack=SlackSettings(**slack_settings),
+    )
+
+
+@dataclass
+class Stack:
+    slack: SlackApi
+    settings: Settings
+    model: ModelServer | None
+    built: SlackApp = field(init=False)
+
+    def __post_init__(self) -> None:
+        memory = RedisMemory(self.settings.redis_url or "", ttl_s=self.settings.memory.ttl_s)
+        client = (
+            ModelClient(model="scripted", base_url=self.model.base_url, max_retries=0, timeout_s=10)
+            if self.model
+            else None
+        )
+        agent = Agent(client, memory, ops_tools(self.settings.policy), self.settings.loop, self.settings.memory)
+        self.built = build_slack_app(self.settings, http=True, agent=agent)
+
+    def close(self) -> None:
+        self.built.close()
+
+    def dispatch(self, body: str, headers: dict[str, str]) -> BoltResponse:
+        return self.built.app.dispatch(BoltRequest(body=body, headers=headers))
+
+    def event(self, event: dict[str, Any], retry: int | None = None, **envelope: Any) -> BoltResponse:
+        self._seed(event)
+        body = json.dumps(payloads.event_callback(event, **envelope))
+        headers = payloads.signed_headers(SECRET, body)
+        if retry is not None:
+            headers.update(payloads.retry_headers(retry))
+        return self.dispatch(body, headers)
+
+    def _seed(self, event: dict[str, Any]) -> None:
+        """A person's message exists in Slack before Slack tells opsbot about it."""
+        if event.get("type") not in ("message", "app_mention") or event.get("subtype") or "ts" not in event:
+            return
+        channel, ts = event["channel"], event["ts"]
+        if any(m["ts"] == ts for m in self.slack.messages(channel)):
+            return
+        self.slack.add_message(
+            channel, event.get("text", ""), user=event.get("user", "U1"), thread_ts=event.get("thread_ts"), ts=ts
+        )
+
+    def command(self, text: str, key: str = "cmd", **fields: Any) -> BoltResponse:
+        body = payloads.form_body(payloads.slash_command(text, response_url=self.slack.response_url(key), **fields))
+        return self.dispatch(body, payloads.signed_headers(SECRET, body))
+
+    def click(self, action_id: str, value: str, **fields: Any) -> BoltResponse:
+        body = payloads.interactive_body(payloads.block_action(action_id, value, **fields))
+        return self.dispatch(body, payloads.signed_headers(SECRET, body))
+
+    def answers(self, channel: str, thread_ts: str) -> list[dict[str, Any]]:
+        """opsbot's answers in a thread: messages marked as answers, streamed or posted."""
+        return [
+            m
+            for m in self.slack.messages(channel, thread_ts)
+            if (m.get("metadata") or {}).get("event_type") == "opsbot_answer"
+        ]
+
+    def idle(self, timeout: float = 15) -> bool:
+        """Wait until no job is queued or running."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        state = self.built.state
+        while time.monotonic() < deadline:
+            busy = any(True for _ in state.redis.scan_iter(f"{state.prefix}:drain:*"))
+            if not busy and self.built.pool.idle():
+                return True
+            time.sleep(0.02)
+        return False

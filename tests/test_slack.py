@@ -1,0 +1,687 @@
+"""The Slack front end through Bolt's own request path: signed requests in, the fake Slack Web API
+out, the scripted model server and a real Redis behind. Assertions are what people in Slack see."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from slack_bolt.adapter.socket_mode import SocketModeHandler
+from slack_sdk.socket_mode.client import BaseSocketModeClient
+from slack_sdk.socket_mode.request import SocketModeRequest
+from slack_sdk.socket_mode.response import SocketModeResponse
+
+from bot.slack.app import build_slack_app
+from config.policy import Policy
+from config.policy_commands import Command
+from tests.fakes import slack_payloads as payloads
+from tests.fakes.model_server import Call, Reply, has_tools, script
+from tests.fakes.slack_api import SlackApi
+from tests.fakes.slack_stack import SECRET, Stack, stack_settings
+
+Make = Callable[..., Stack]
+
+
+@pytest.fixture
+def make_stack(redis_server, model_server, sample) -> Iterator[Make]:
+    made: list[tuple[Stack, SlackApi]] = []
+
+    def make(
+        model: Any = None,
+        policy: Policy | None = None,
+        groups: dict[str, list[str]] | None = None,
+        **slack_settings: Any,
+    ) -> Stack:
+        redis_server.flush()
+        slack = SlackApi(groups=groups)
+        server = model_server(model) if model is not None else None
+        settings = stack_settings(slack, redis_server.url, policy or sample.policy, server, **slack_settings)
+        stack = Stack(slack, settings, server)
+        made.append((stack, slack))
+        return stack
+
+    yield make
+    for stack, slack in made:
+        stack.close()
+        slack.close()
+
+
+def echo(delay_s: float = 0.0) -> Callable[[dict[str, Any]], Reply]:
+    """A model that answers "answer to <the last user message>"."""
+
+    def policy(body: dict[str, Any]) -> Reply:
+        last = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+        return Reply(content=f"answer to {last}", delay_s=delay_s)
+
+    return policy
+
+
+def answered(stack: Stack, channel: str, thread_ts: str, count: int = 1, timeout: float = 15) -> list[dict[str, Any]]:
+    """The thread's answers once `count` arrived and nothing is left running; more would show here."""
+    assert stack.slack.wait_for(lambda: len(stack.answers(channel, thread_ts)) >= count, timeout), (
+        f"expected {count} answer(s) in {thread_ts}, got {stack.slack.messages(channel, thread_ts)}"
+    )
+    settle(stack)
+    return stack.answers(channel, thread_ts)
+
+
+def until(condition: Callable[[], object], timeout: float = 5) -> bool:
+    """Poll for what the fake Slack API is not told about (the model server's requests)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def settle(stack: Stack) -> None:
+    """Let Bolt's listeners take what was dispatched, then wait for the workers to finish."""
+    time.sleep(0.3)
+    assert stack.idle()
+
+
+def answer_text(message: dict[str, Any]) -> str:
+    return " ".join(b.get("text", "") for b in message.get("blocks", []) if b["type"] == "markdown") or message["text"]
+
+
+def user_messages(body: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in body["messages"] if m["role"] == "user"]
+
+
+# Conversations.
+
+
+def test_a_mention_gets_one_answer_in_its_thread_with_its_steps_shown(make_stack) -> None:
+    stack = make_stack(
+        script(Reply(calls=[Call("query_logs", {"service": "checkout", "level": "ERROR"})]), Reply(content="db down"))
+    )
+    mention = payloads.app_mention("<@UBOT> why is checkout throwing 502s?")
+    assert stack.event(mention).status == 200
+    [answer] = answered(stack, "C1", mention["ts"])
+    assert answer_text(answer) == "db down"
+    assert "query_logs" in answer["text"] and "service=checkout" in answer["text"], "steps streamed into the answer"
+    context = answer["blocks"][1]["elements"][0]["text"]
+    assert "2 step(s)" in context and "2 model call(s)" in context and "tokens" in context
+    assert [e["action_id"] for e in answer["blocks"][2]["elements"]] == ["opsbot_feedback_good", "opsbot_feedback_bad"]
+    statuses = stack.slack.statuses("C1", mention["ts"])
+    assert "querying checkout logs…" in statuses and statuses[-1] == "", "status shown per step, cleared at the end"
+    assert stack.model is not None
+    assert user_messages(stack.model.requests[0]) == ["why is checkout throwing 502s?"], "the mention is not sent"
+
+
+def test_retries_twins_and_replays_of_a_message_add_nothing(make_stack) -> None:
+    stack = make_stack(echo())
+    mention = payloads.app_mention("<@UBOT> status?")
+    event_id = "Ev0001"
+    stack.event(mention, event_id=event_id)
+    answered(stack, "C1", mention["ts"])
+    stack.event(mention, event_id=event_id, retry=1)
+    stack.event(mention, event_id=event_id, retry=2)
+    twin = payloads.message("<@UBOT> status?", ts=mention["ts"])
+    assert stack.event(twin, event_id="Ev0002").status == 200
+    assert len(answered(stack, "C1", mention["ts"])) == 1
+    assert stack.model is not None and len(stack.model.requests) == 1
+
+
+def test_steps_go_to_a_steps_message_where_streams_are_unavailable(make_stack) -> None:
+    stack = make_stack(
+        script(
+            Reply(calls=[Call("list_services", {})]),
+            Reply(calls=[Call("query_logs", {"service": "auth"})]),
+            Reply(content="all fine"),
+        )
+    )
+    stack.slack.streams_supported = False
+    mention = payloads.app_mention("<@UBOT> how is auth?")
+    stack.event(mention)
+    [answer] = answered(stack, "C1", mention["ts"])
+    assert answer_text(answer) == "all fine"
+    [steps] = [m for m in stack.slack.replies("C1", mention["ts"]) if m is not answer and m["ts"] != answer["ts"]]
+    shown = steps["blocks"][0]["text"]["text"]
+    assert "list_services" in shown and "query_logs" in shown and shown.startswith("*Steps*")
+    assert len(stack.slack.calls("chat.update")) >= 2, "the steps message grew per step"
+
+
+def test_replies_in_a_thread_opsbot_is_in_continue_it_and_other_threads_are_left_alone(make_stack) -> None:
+    stack = make_stack(echo())
+    mention = payloads.app_mention("<@UBOT> first question")
+    stack.event(mention)
+    answered(stack, "C1", mention["ts"])
+    stack.event(payloads.message("and a follow-up", thread_ts=mention["ts"]))
+    answers = answered(stack, "C1", mention["ts"], count=2)
+    assert answer_text(answers[1]) == "answer to and a follow-up"
+    assert stack.model is not None
+    assert user_messages(stack.model.requests[1]) == ["first question", "and a follow-up"], "same memory"
+    elsewhere = payloads.message("people talking", thread_ts=payloads.next_ts())
+    stack.event(elsewhere)
+    stack.event(payloads.message("a channel message without a mention"))
+    settle(stack)
+    assert len(stack.model.requests) == 2
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        payloads.message("<@UBOT> from myself", user="UBOT"),
+        payloads.bot_message("<@UBOT> from another integration"),
+        payloads.message_changed("<@UBOT> edited"),
+        payloads.message_deleted(deleted_ts="1700000000.000001"),
+        payloads.channel_join(),
+        {
+            "type": "reaction_added",
+            "user": "U1",
+            "reaction": "eyes",
+            "item": {"type": "message", "channel": "C1", "ts": "1700000000.000001"},
+        },
+    ],
+    ids=["own", "other bot", "edit", "deletion", "join", "reaction"],
+)
+def test_what_opsbot_ignores_is_still_acknowledged(make_stack, event: dict[str, Any]) -> None:
+    stack = make_stack(echo())
+    assert stack.event(event).status == 200
+    settle(stack)
+    assert stack.model is not None and stack.model.requests == []
+    assert stack.slack.calls("chat.postMessage") == [] and stack.slack.calls("chat.startStream") == []
+
+
+def test_an_allowed_bot_is_answered(make_stack) -> None:
+    stack = make_stack(echo(), allowed_bots=frozenset({"B9"}))
+    event = payloads.bot_message("<@UBOT> alert: checkout 5xx", bot_id="B9")
+    stack.event(event)
+    assert answer_text(answered(stack, "C1", event["ts"])[0]) == "answer to alert: checkout 5xx"
+
+
+def test_a_first_mention_in_a_human_thread_reads_it_with_secrets_redacted(make_stack) -> None:
+    stack = make_stack(echo())
+    root = stack.slack.add_message("C1", "checkout 502s since 03:00", user="U7")
+    stack.slack.add_message("C1", "db url is postgres://app:Hunter2Secret@db:5432/shop", user="U8", thread_ts=root)
+    mention = payloads.app_mention("<@UBOT> what do you make of this?", thread_ts=root)
+    stack.event(mention)
+    answered(stack, "C1", root)
+    assert stack.model is not None
+    question = user_messages(stack.model.requests[0])[-1]
+    assert "checkout 502s since 03:00" in question and "U8: db url is postgres://" in question
+    assert "Hunter2Secret" not in json.dumps(stack.model.requests[0])
+    assert question.rstrip().endswith("what do you make of this?")
+
+
+def test_direct_messages_need_no_mention(make_stack) -> None:
+    stack = make_stack(echo())
+    dm = payloads.im("is payments ok?")
+    stack.event(dm)
+    assert answer_text(answered(stack, "D1", dm["ts"])[0]) == "answer to is payments ok?"
+
+
+def test_reset_in_a_thread_forgets_it(make_stack) -> None:
+    stack = make_stack(echo())
+    mention = payloads.app_mention("<@UBOT> remember the number 42")
+    stack.event(mention)
+    answered(stack, "C1", mention["ts"])
+    stack.event(payloads.message("<@UBOT> reset", thread_ts=mention["ts"]))
+    answers = answered(stack, "C1", mention["ts"], count=2)
+    assert "forgotten" in answers[1]["text"]
+    stack.event(payloads.message("what was the number?", thread_ts=mention["ts"]))
+    answered(stack, "C1", mention["ts"], count=3)
+    assert stack.model is not None
+    assert user_messages(stack.model.requests[-1]) == ["what was the number?"]
+
+
+def test_direct_commands_in_a_thread_show_output_in_a_code_block(make_stack) -> None:
+    stack = make_stack(echo())
+    mention = payloads.app_mention("<@UBOT> logs checkout ERROR")
+    stack.event(mention)
+    [answer] = answered(stack, "C1", mention["ts"])
+    text = answer["blocks"][0]["text"]["text"]
+    assert "```" in text and "ERROR" in text
+    assert stack.model is not None and stack.model.requests == [], "a direct command needs no model"
+
+
+# /ops.
+
+
+def test_ops_question_posts_the_question_and_one_answer_in_a_new_thread(make_stack) -> None:
+    stack = make_stack(echo())
+    assert stack.command("what is wrong with checkout?", channel="C2").status == 200
+    assert stack.slack.wait_for(lambda: stack.slack.messages("C2"), 5)
+    root = stack.slack.messages("C2")[0]
+    assert "<@U1> asked: what is wrong with checkout?" in root["text"]
+    [answer] = answered(stack, "C2", root["ts"])
+    assert answer_text(answer) == "answer to what is wrong with checkout?"
+
+
+def test_ops_subcommands_work_without_a_model_and_bad_input_gets_usage(make_stack) -> None:
+    stack = make_stack(model=None)
+    stack.command("logs checkout ERROR", key="logs")
+    stack.command("config checkout", key="config")
+    stack.command("logs nosuch", key="bad")
+    stack.command("help", key="help")
+    stack.command("why is it down?", key="question")
+    for key in ("logs", "config", "bad", "help"):
+        assert stack.slack.wait_for(lambda key=key: stack.slack.responses(key), 10), key
+    assert stack.slack.wait_for(lambda: stack.slack.messages("C1"), 10)
+    answered(stack, "C1", stack.slack.messages("C1")[0]["ts"])
+    logs = stack.slack.responses("logs")
+    assert len(logs) == 1 and logs[0]["response_type"] == "ephemeral" and "ERROR" in logs[0]["text"]
+    assert "checkout" in stack.slack.responses("config")[0]["text"]
+    bad = stack.slack.responses("bad")[0]["text"]
+    assert "There is no service 'nosuch'" in bad and "Usage" in bad and "Traceback" not in bad
+    assert "/ops <question>" in stack.slack.responses("help")[0]["text"]
+    [answer] = stack.answers("C1", stack.slack.messages("C1")[0]["ts"])
+    assert "No model is configured" in answer_text(answer), "a question without a model says how to configure one"
+
+
+def test_ops_reset_forgets_the_channels_conversations(make_stack) -> None:
+    stack = make_stack(echo())
+    first = payloads.app_mention("<@UBOT> one")
+    stack.event(first)
+    answered(stack, "C1", first["ts"])
+    stack.command("reset", key="reset")
+    assert stack.slack.wait_for(lambda: stack.slack.responses("reset"), 5)
+    assert "Forgot 1 opsbot conversation(s)" in stack.slack.responses("reset")[0]["text"]
+    stack.event(payloads.message("two", thread_ts=first["ts"]))
+    answered(stack, "C1", first["ts"], count=2)
+    assert stack.model is not None and user_messages(stack.model.requests[-1]) == ["two"]
+
+
+def test_ops_where_opsbot_cannot_post_answers_privately_and_says_why(make_stack) -> None:
+    stack = make_stack(echo())
+    stack.slack.not_in_channel.add("C9")
+    stack.command("is checkout ok?", key="private", channel="C9")
+    assert stack.slack.wait_for(lambda: len(stack.slack.responses("private")) >= 2, 10)
+    notice, answer = stack.slack.responses("private")
+    assert "cannot post in this channel" in notice["text"] and "/invite @opsbot" in notice["text"]
+    assert answer["text"] == "answer to is checkout ok?" and answer["response_type"] == "ephemeral"
+
+
+def test_a_replayed_slash_command_runs_once(make_stack) -> None:
+    stack = make_stack(model=None)
+    fields = payloads.slash_command("logs auth", response_url=stack.slack.response_url("once"))
+    body = payloads.form_body(fields)
+    for _ in range(3):
+        assert stack.dispatch(body, payloads.signed_headers(SECRET, body)).status == 200
+    settle(stack)
+    assert len(stack.slack.responses("once")) == 1
+
+
+def test_forged_and_stale_requests_are_refused(make_stack) -> None:
+    stack = make_stack(echo())
+    body = json.dumps(payloads.event_callback(payloads.app_mention("<@UBOT> hi")))
+    assert stack.dispatch(body, payloads.signed_headers("wrong-secret", body)).status == 401
+    stale = payloads.signed_headers(SECRET, body, timestamp=int(time.time()) - 600)
+    assert stack.dispatch(body, stale).status == 401
+    settle(stack)
+    assert stack.model is not None and stack.model.requests == []
+
+
+# Delivery guarantees.
+
+
+def test_when_every_worker_is_busy_people_are_told_so(make_stack) -> None:
+    stack = make_stack(echo(delay_s=1.5), workers=1, backlog=0)
+    first, second = payloads.app_mention("<@UBOT> slow one"), payloads.app_mention("<@UBOT> another")
+    stack.event(first)
+    assert until(lambda: stack.model is not None and stack.model.requests)
+    stack.event(second)
+    [busy] = answered(stack, "C1", second["ts"])
+    assert "busy" in busy["text"]
+    assert answer_text(answered(stack, "C1", first["ts"])[0]) == "answer to slow one"
+
+
+def test_messages_during_a_run_are_answered_after_it_in_order(make_stack) -> None:
+    stack = make_stack(echo(delay_s=0.4))
+    mention = payloads.app_mention("<@UBOT> q1")
+    stack.event(mention)
+    assert until(lambda: stack.model is not None and stack.model.requests)
+    later = [payloads.message(text, thread_ts=mention["ts"]) for text in ("q2", "q3")]
+    for message in reversed(later):  # delivered out of order, as Slack may
+        stack.event(message)
+    answers = answered(stack, "C1", mention["ts"], count=3)
+    assert [answer_text(a) for a in answers] == ["answer to q1", "answer to q2", "answer to q3"]
+    assert stack.model is not None
+    assert user_messages(stack.model.requests[2]) == ["q1", "q2", "q3"], "each run saw the whole run before it"
+
+
+def test_rate_limited_posts_wait_and_arrive_once(make_stack) -> None:
+    stack = make_stack(echo())
+    stack.slack.streams_supported = False
+    stack.slack.fail("chat.postMessage", status=429, retry_after=1)
+    mention = payloads.app_mention("<@UBOT> hi")
+    stack.event(mention)
+    assert len(answered(stack, "C1", mention["ts"])) == 1
+    calls = stack.slack.calls("chat.postMessage")
+    assert len(calls) == 2 and calls[1].at - calls[0].at >= 0.9, "Retry-After honoured"
+
+
+def test_a_post_whose_response_was_lost_is_not_posted_twice(make_stack) -> None:
+    stack = make_stack(echo())
+    stack.slack.streams_supported = False
+    stack.slack.fail("chat.postMessage", status=500, after_effect=True)
+    mention = payloads.app_mention("<@UBOT> hi")
+    stack.event(mention)
+    assert len(answered(stack, "C1", mention["ts"])) == 1
+    assert stack.slack.calls("conversations.replies"), "opsbot looked before posting again"
+
+
+def test_a_failed_post_is_retried(make_stack) -> None:
+    stack = make_stack(echo())
+    stack.slack.streams_supported = False
+    stack.slack.fail("chat.postMessage", status=500, times=2)
+    mention = payloads.app_mention("<@UBOT> hi")
+    stack.event(mention)
+    assert len(answered(stack, "C1", mention["ts"])) == 1
+    assert len(stack.slack.calls("chat.postMessage")) == 3
+
+
+def test_a_queue_left_by_a_dead_process_is_taken_over(make_stack) -> None:
+    from bot.slack.jobs import Job, ThreadRef
+    from config.policy_base import Principal
+
+    stack = make_stack(echo())
+    thread = ThreadRef(team="T1", channel="C1", thread_ts=payloads.next_ts())
+    job = Job(
+        id="orphan",
+        thread=thread,
+        user="U1",
+        text="left behind",
+        ts=thread.thread_ts,
+        principal=Principal(platform="slack", user="U1", team="T1", channel="C1"),
+    )
+    state = stack.built.state
+    state.redis.zadd(f"{state.prefix}:queue:{thread.key}", {job.model_dump_json(): float(job.ts)})
+    assert stack.built.dispatcher.sweep() == 1
+    assert answer_text(answered(stack, "C1", thread.thread_ts)[0]) == "answer to left behind"
+
+
+# Feedback.
+
+
+def test_feedback_is_recorded(make_stack) -> None:
+    stack = make_stack(echo())
+    mention = payloads.app_mention("<@UBOT> hi")
+    stack.event(mention)
+    [answer] = answered(stack, "C1", mention["ts"])
+    value = answer["blocks"][2]["elements"][1]["value"]
+    stack.click("opsbot_feedback_bad", value, user="U5", message_ts=answer["ts"])
+    assert stack.slack.wait_for(lambda: stack.built.state.feedback(value), 5)
+    assert stack.built.state.feedback(value) == {"U5": "bad"}
+    assert stack.slack.wait_for(lambda: stack.slack.ephemerals("C1"), 5)
+
+
+# Approvals.
+
+
+def approvers_policy(sample_policy: Policy, ttl_s: float = 900) -> Policy:
+    restart = sample_policy.commands["restart"].model_dump()
+    restart.update(approvers={"users": ["U2", "U1"]}, approval_ttl_s=ttl_s)
+    return sample_policy.model_copy(
+        update={"commands": {**sample_policy.commands, "restart": Command.model_validate(restart)}}
+    )
+
+
+def restart_then_echo() -> Callable[[dict[str, Any]], Reply]:
+    asked = script(Reply(calls=[Call("run_command", {"command": "restart", "params": {"service": "checkout"}})]))
+
+    def policy(body: dict[str, Any]) -> Reply:
+        if has_tools(body) and not any(m["role"] == "tool" for m in body["messages"]) and "restart" in str(body):
+            return asked(body)
+        return echo()(body)
+
+    return policy
+
+
+def approval_message(stack: Stack, channel: str, thread_ts: str) -> dict[str, Any]:
+    assert stack.slack.wait_for(
+        lambda: any(
+            b.get("block_id") == "opsbot_approval"
+            for m in stack.slack.messages(channel, thread_ts)
+            for b in m.get("blocks", [])
+        ),
+        10,
+    ), stack.slack.messages(channel, thread_ts)
+    return next(
+        m
+        for m in stack.slack.messages(channel, thread_ts)
+        if any(b.get("block_id") == "opsbot_approval" for b in m.get("blocks", []))
+    )
+
+
+def request_id(message: dict[str, Any]) -> str:
+    actions = next(b for b in message["blocks"] if b.get("block_id") == "opsbot_approval")
+    return str(actions["elements"][0]["value"])
+
+
+def results(stack: Stack, channel: str, thread_ts: str) -> list[dict[str, Any]]:
+    return [
+        m
+        for m in stack.slack.messages(channel, thread_ts)
+        if (m.get("metadata") or {}).get("event_type") == "opsbot_result"
+    ]
+
+
+def test_a_write_command_waits_for_an_approver_and_the_agent_goes_on_with_its_result(make_stack, sample) -> None:
+    stack = make_stack(restart_then_echo(), policy=approvers_policy(sample.policy))
+    mention = payloads.app_mention("<@UBOT> restart checkout please")
+    stack.event(mention)
+    message = approval_message(stack, "C1", mention["ts"])
+    shown = json.dumps(message["blocks"])
+    assert "would restart %s" in shown and "checkout" in shown and "<@U1>" in shown
+    approve = next(b for b in message["blocks"] if b.get("block_id") == "opsbot_approval")["elements"][0]
+    assert approve["action_id"] == "opsbot_approve" and "confirm" in approve
+    answered(stack, "C1", mention["ts"])
+    rid = request_id(message)
+
+    stack.click("opsbot_approve", rid, user="U3", message_ts=message["ts"])  # not an approver
+    stack.click("opsbot_approve", rid, user="U1", message_ts=message["ts"])  # the requester
+    assert stack.slack.wait_for(lambda: len(stack.slack.ephemerals("C1")) >= 2, 5)
+    refusals = [e["text"] for e in stack.slack.ephemerals("C1")]
+    assert any("user U3 is not one of U1, U2" in r for r in refusals)
+    assert any("cannot be approved by the person who asked" in r for r in refusals)
+    settle(stack)
+    assert results(stack, "C1", mention["ts"]) == [], "refused clicks run nothing"
+
+    stack.click("opsbot_approve", rid, user="U2", message_ts=message["ts"])
+    stack.click("opsbot_approve", rid, user="U2", message_ts=message["ts"])  # a double click
+    answers = answered(stack, "C1", mention["ts"], count=2)
+    [result] = results(stack, "C1", mention["ts"])
+    assert "would restart checkout" in json.dumps(result["blocks"]), "exactly the approved argv ran"
+    updated = next(m for m in stack.slack.messages("C1", mention["ts"]) if m["ts"] == message["ts"])
+    assert "Approved by <@U2>" in updated["text"]
+    assert not any(b.get("block_id") == "opsbot_approval" for b in updated["blocks"]), "buttons replaced"
+    assert "approved `restart`; it ran" in answer_text(answers[1])
+    assert any("already decided by <@U2>" in e["text"] for e in stack.slack.ephemerals("C1"))
+
+
+def test_a_denied_command_does_not_run_and_the_model_is_told(make_stack, sample) -> None:
+    stack = make_stack(restart_then_echo(), policy=approvers_policy(sample.policy))
+    mention = payloads.app_mention("<@UBOT> restart checkout")
+    stack.event(mention)
+    message = approval_message(stack, "C1", mention["ts"])
+    answered(stack, "C1", mention["ts"])
+    stack.click("opsbot_deny", request_id(message), user="U2", message_ts=message["ts"])
+    answers = answered(stack, "C1", mention["ts"], count=2)
+    assert "denied `restart`; it did not run" in answer_text(answers[1])
+    assert results(stack, "C1", mention["ts"]) == []
+
+
+def test_an_expired_request_refuses_approval(make_stack, sample) -> None:
+    stack = make_stack(restart_then_echo(), policy=approvers_policy(sample.policy, ttl_s=0.5))
+    mention = payloads.app_mention("<@UBOT> restart checkout")
+    stack.event(mention)
+    message = approval_message(stack, "C1", mention["ts"])
+    answered(stack, "C1", mention["ts"])
+    time.sleep(0.6)
+    stack.click("opsbot_approve", request_id(message), user="U2", message_ts=message["ts"])
+    assert stack.slack.wait_for(lambda: stack.slack.ephemerals("C1"), 5)
+    assert "expired" in stack.slack.ephemerals("C1")[0]["text"]
+    settle(stack)
+    assert results(stack, "C1", mention["ts"]) == []
+    updated = next(m for m in stack.slack.messages("C1", mention["ts"]) if m["ts"] == message["ts"])
+    assert "Expired" in updated["text"]
+
+
+def test_ops_run_of_a_write_command_posts_a_request_approvers_can_find(make_stack, sample) -> None:
+    stack = make_stack(model=None, policy=approvers_policy(sample.policy), groups={"S1": ["U4"]})
+    stack.command("run restart service=payments", key="run")
+    assert stack.slack.wait_for(lambda: stack.slack.responses("run"), 5)
+    assert "waits for a person's approval" in stack.slack.responses("run")[0]["text"]
+    assert stack.slack.wait_for(lambda: stack.slack.messages("C1"), 5)
+    root = stack.slack.messages("C1")[0]
+    assert "<@U1> asked to run `restart`" in root["text"]
+    message = approval_message(stack, "C1", root["ts"])
+    stack.click("opsbot_approve", request_id(message), user="U2", message_ts=message["ts"])
+    assert stack.slack.wait_for(lambda: results(stack, "C1", root["ts"]), 10)
+    assert "would restart payments" in json.dumps(results(stack, "C1", root["ts"])[0]["blocks"])
+
+
+def test_approvers_may_be_a_user_group(make_stack, sample) -> None:
+    restart = sample.policy.commands["restart"].model_dump()
+    restart.update(approvers={"groups": ["S1"]})
+    policy = sample.policy.model_copy(
+        update={"commands": {**sample.policy.commands, "restart": Command.model_validate(restart)}}
+    )
+    stack = make_stack(model=None, policy=policy, groups={"S1": ["U4"]})
+    stack.command("run restart service=auth", key="run")
+    assert stack.slack.wait_for(lambda: stack.slack.messages("C1"), 5)
+    root = stack.slack.messages("C1")[0]
+    message = approval_message(stack, "C1", root["ts"])
+    stack.click("opsbot_approve", request_id(message), user="U2", message_ts=message["ts"])
+    assert stack.slack.wait_for(lambda: stack.slack.ephemerals("C1"), 5)
+    assert "group among S1" in stack.slack.ephemerals("C1")[0]["text"]
+    stack.click("opsbot_approve", request_id(message), user="U4", message_ts=message["ts"])
+    assert stack.slack.wait_for(lambda: results(stack, "C1", root["ts"]), 10)
+
+
+def test_with_redis_down_people_are_told_and_help_still_answers(own_redis, model_server, sample) -> None:
+    with SlackApi() as slack:
+        server = model_server(echo())
+        stack = Stack(slack, stack_settings(slack, own_redis.url, sample.policy, server), server)
+        try:
+            own_redis.stop()
+            mention = payloads.app_mention("<@UBOT> anything?")
+            assert stack.event(mention).status == 200
+            assert slack.wait_for(lambda: slack.replies("C1", mention["ts"]), 10)
+            assert "cannot reach its Redis" in slack.replies("C1", mention["ts"])[0]["text"]
+            stack.command("logs checkout", key="logs")
+            stack.command("help", key="help")
+            assert slack.wait_for(lambda: slack.responses("logs") and slack.responses("help"), 10)
+            assert "cannot reach its Redis" in slack.responses("logs")[0]["text"]
+            assert "/ops <question>" in slack.responses("help")[0]["text"]
+            assert server.requests == []
+        finally:
+            stack.close()
+
+
+# Socket Mode: the same app behind Bolt's socket-mode request path.
+
+
+class RecordingSocketClient(BaseSocketModeClient):
+    """Stands in for the websocket: what Bolt acknowledges is recorded instead of sent."""
+
+    def __init__(self) -> None:
+        self.logger = logging.getLogger("test.socket")
+        self.sent: list[SocketModeResponse] = []
+
+    def send_socket_mode_response(self, response: dict[str, Any] | SocketModeResponse) -> None:
+        assert isinstance(response, SocketModeResponse)
+        self.sent.append(response)
+
+
+def test_socket_mode_envelopes_are_acked_and_answered_once(redis_server, model_server, sample) -> None:
+    redis_server.flush()
+    with SlackApi() as slack:
+        server = model_server(echo())
+        settings = stack_settings(slack, redis_server.url, sample.policy, server).model_copy(
+            update={"slack_signing_secret": None}
+        )
+        built = build_slack_app(settings, http=False)
+        handler = SocketModeHandler(built.app, app_token="xapp-1-test")
+        client = RecordingSocketClient()
+        try:
+            mention = payloads.app_mention("<@UBOT> over the socket")
+            slack.add_message("C1", mention["text"], ts=mention["ts"])
+            envelope = payloads.event_callback(mention, event_id="EvSock1")
+            handler.handle(client, SocketModeRequest(type="events_api", envelope_id="env-1", payload=envelope))
+            handler.handle(
+                client,
+                SocketModeRequest(
+                    type="events_api", envelope_id="env-2", payload=envelope, retry_attempt=1, retry_reason="timeout"
+                ),
+            )
+            command = payloads.slash_command("help", response_url=slack.response_url("sock-help"))
+            handler.handle(client, SocketModeRequest(type="slash_commands", envelope_id="env-3", payload=command))
+            assert [r.envelope_id for r in client.sent] == ["env-1", "env-2", "env-3"], "every envelope acked"
+            assert slack.wait_for(lambda: slack.responses("sock-help"), 5)
+            assert slack.wait_for(lambda: slack.replies("C1", mention["ts"]), 10)
+            time.sleep(0.3)
+            [answer] = slack.replies("C1", mention["ts"])
+            assert answer_text(answer) == "answer to over the socket"
+            assert len(server.requests) == 1, "the redelivered envelope ran nothing"
+        finally:
+            handler.client.close()
+            built.close()
+
+
+def test_socket_mode_without_an_app_token_names_the_variable(monkeypatch) -> None:
+    from click.testing import CliRunner
+
+    from bot.cli import main
+
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-not-used")
+    monkeypatch.delenv("SLACK_APP_TOKEN", raising=False)
+    result = CliRunner().invoke(main, ["serve"])
+    assert result.exit_code == 2
+    assert "SLACK_APP_TOKEN is not set" in result.output and "xoxb-not-used" not in result.output
+
+
+# Two processes on one Redis.
+
+
+def test_two_processes_share_dedupe_and_never_run_one_thread_twice_at_once(redis_server, model_server, sample) -> None:
+    redis_server.flush()
+    running: list[int] = []
+    overlaps: list[int] = []
+    lock = threading.Lock()
+    answer = echo(delay_s=0.3)
+
+    def watched(body: dict[str, Any]) -> Reply:
+        with lock:
+            running.append(1)
+            if len(running) > 1:
+                overlaps.append(len(running))
+        try:
+            time.sleep(0.3)
+            return answer(body)
+        finally:
+            with lock:
+                running.pop()
+
+    with SlackApi() as slack:
+        server = model_server(watched)
+        settings = stack_settings(slack, redis_server.url, sample.policy, server)
+        one, two = Stack(slack, settings, server), Stack(slack, settings, server)
+        try:
+            mention = payloads.app_mention("<@UBOT> q1")
+            one.event(mention, event_id="EvTwin")
+            two.event(mention, event_id="EvTwin")  # the same delivery reaching the other process
+            assert until(lambda: server.requests)
+            for n, stack in enumerate((two, one, two), start=2):
+                stack.event(payloads.message(f"q{n}", thread_ts=mention["ts"]))
+            answers = answered(one, "C1", mention["ts"], count=4)
+            settle(two)
+            assert [answer_text(a) for a in one.answers("C1", mention["ts"])] == [
+                "answer to q1",
+                "answer to q2",
+                "answer to q3",
+                "answer to q4",
+            ]
+            assert len(answers) == 4 and len(server.requests) == 4
+            assert overlaps == [], "one thread's runs never overlapped across the two processes"
+        finally:
+            one.close()
+            two.close()
