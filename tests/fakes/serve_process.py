@@ -1,0 +1,144 @@
+"""`opsbot serve --http` as a real subprocess, for tests and benchmarks of what Slack actually talks to.
+
+The in-process stack (`slack_stack.py`) skips the parts that only exist in a deployed process:
+click's option and environment handling, settings loaded from the environment, startup checks and
+their exit codes, waitress and its thread pool, Bolt's WSGI adapter. Running the real command line
+covers those, at the cost of a second or so of startup per process.
+
+The child gets a scrubbed environment: a developer's own SLACK_*, OPENAI_*, REDIS_* or OPSBOT_*
+variables must never leak into a test (or, worse, point it at a real workspace).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import IO
+
+from config.settings import SAMPLE_CONFIG
+from tests.fakes.redis_server import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+_SCRUBBED = ("SLACK_", "OPENAI_", "REDIS_", "OPSBOT_")
+STARTUP_TIMEOUT_S = 15.0
+
+
+def base_env() -> dict[str, str]:
+    """os.environ without anything that configures opsbot, so only what a test passes counts."""
+    return {name: value for name, value in os.environ.items() if not name.startswith(_SCRUBBED)}
+
+
+def command(*args: str, config: Path = SAMPLE_CONFIG) -> list[str]:
+    return [sys.executable, "-m", "bot", "--config", str(config), *args]
+
+
+def run_cli(env: dict[str, str], args: tuple[str, ...] = ("serve", "--http"), timeout: float = 30.0) -> tuple[int, str]:
+    """Run `opsbot --config <sample> ARGS` to its end; (exit code, stderr and stdout). For startup
+    failures: a process that does start serves until `timeout`, which raises `TimeoutExpired`."""
+    completed = subprocess.run(
+        command(*args),
+        env={**base_env(), **env},
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return completed.returncode, completed.stderr + completed.stdout
+
+
+class ServeProcess:
+    """`opsbot serve --http` on `port` (a free one by default), ready once /healthz says 200."""
+
+    def __init__(self, env: dict[str, str], port: int | None = None) -> None:
+        self.port = port if port is not None else free_port()
+        self.env = {**base_env(), "PORT": str(self.port), **env}
+        self.process: subprocess.Popen[bytes] | None = None
+        # A file, not a pipe: nobody reads a pipe while the server runs, and a full one would block it.
+        self._stderr: IO[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> ServeProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self._stderr = tempfile.TemporaryFile(prefix="opsbot-serve-")
+        self.process = subprocess.Popen(
+            command("serve", "--http"),
+            env=self.env,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=self._stderr,
+            stderr=self._stderr,
+        )
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                self._fail(f"opsbot exited with code {self.process.returncode} before serving")
+            try:
+                if self.get("/healthz", timeout=1)[0] == 200:
+                    return
+            except OSError:
+                pass  # not listening yet
+            time.sleep(0.05)
+        self._fail(f"/healthz did not answer 200 within {STARTUP_TIMEOUT_S:.0f} s")
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """SIGTERM (what a platform sends on deploy), then SIGKILL if it does not end in `timeout`."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    def output(self) -> str:
+        """Everything the process wrote so far (stdout and stderr), for failure messages."""
+        if self._stderr is None:
+            return ""
+        self._stderr.flush()
+        self._stderr.seek(0)
+        text = self._stderr.read().decode("utf-8", errors="replace")
+        self._stderr.seek(0, os.SEEK_END)
+        return text
+
+    def post(self, path: str, body: str, headers: dict[str, str], timeout: float = 10.0) -> tuple[int, str]:
+        """POST `body`; (status, body) for any status, 4xx and 5xx included."""
+        request = urllib.request.Request(self.base_url + path, data=body.encode(), headers=headers, method="POST")
+        return self._send(request, timeout)
+
+    def get(self, path: str, timeout: float = 10.0) -> tuple[int, str]:
+        return self._send(urllib.request.Request(self.base_url + path), timeout)
+
+    @staticmethod
+    def _send(request: urllib.request.Request, timeout: float) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as exc:
+            with exc:
+                return exc.code, exc.read().decode()
+
+    def _fail(self, why: str) -> None:
+        output = self.output()
+        self.stop()
+        raise RuntimeError(f"{why}; its output:\n{output}")
