@@ -178,35 +178,21 @@ def ask(ctx: click.Context, question: str, thread: str, as_json: bool) -> None:
 @click.pass_context
 def serve(ctx: click.Context, http: bool, port: int) -> None:
     """Serve Slack: Socket Mode (SLACK_APP_TOKEN), or HTTP with --http (SLACK_SIGNING_SECRET)."""
-    from slack_bolt.adapter.socket_mode import SocketModeHandler
-    from slack_bolt.adapter.wsgi import SlackRequestHandler
-
-    from bot.slack.app import StartupError, app_token, build_slack_app
-    from bot.web import WebApp
-    from bot.web import serve as serve_http
+    from bot.slack.app import SlackApp, StartupError
+    from bot.slack.serving import serve_slack
 
     settings = _settings(ctx)
     logging.getLogger("opsbot").setLevel(logging.INFO)
+
+    def started(slack: SlackApp) -> None:
+        where = f"HTTP on port {port}" if http else "Socket Mode"
+        click.secho(f"opsbot serving Slack as {slack.identity.user_id} ({where})", err=True)
+
     try:
-        token = None if http else app_token(settings)
-        slack = build_slack_app(settings, http=http)
+        serve_slack(settings, http, port, started)
     except StartupError as exc:
         click.secho(f"opsbot cannot start: {exc}", fg="red", err=True)
         raise click.exceptions.Exit(EXIT_CONFIG) from exc
-    click.secho(
-        f"opsbot serving Slack as {slack.identity.user_id} ({'HTTP on port ' + str(port) if http else 'Socket Mode'})",
-        err=True,
-    )
-    try:
-        if http:
-            web = WebApp(
-                SlackRequestHandler(slack.app), lambda: {"ok": slack.state.ping(), "bot": slack.identity.user_id}
-            )
-            serve_http(web, port)
-        else:
-            SocketModeHandler(slack.app, token).start()  # type: ignore[no-untyped-call]
-    finally:
-        slack.close()
 
 
 @main.command("check-config")

@@ -125,7 +125,8 @@ class _Run:
     def execute(self, text: str) -> Reply:
         agent, limits = self.agent, self.agent.limits
         state = agent.memory.load(self.thread, new_turn=True)
-        user = Block(messages=[Message.user(text)])
+        # A secret pasted into a question is no more the model's business than one in a log line.
+        user = Block(messages=[Message.user(redact_text(text))])
         agent.memory.append(self.thread, [user])
         turn_blocks: list[Block] = [user]
         guard = LoopGuard(limits, state.repeats)

@@ -64,8 +64,13 @@ class SlackSettings(Strict):
     allowed_bots: frozenset[str] = Field(
         default=frozenset(), description="bot ids whose messages opsbot answers (others are ignored)"
     )
+    allowed_teams: frozenset[str] = Field(
+        default=frozenset(), description="other teams (Slack Connect, Enterprise Grid) whose people may use opsbot"
+    )
     dedupe_ttl_s: int = Field(default=3600, ge=60, description="how long a delivered event is remembered")
-    max_output_chars: int = Field(default=2800, ge=200, description="direct command output shown in one message")
+    max_output_chars: int = Field(
+        default=2800, ge=200, le=2800, description="direct command output shown in one message (Slack: 3000)"
+    )
 
 
 class FileConfig(Strict):

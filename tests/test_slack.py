@@ -19,6 +19,7 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 from bot.slack.app import build_slack_app
 from config.policy import Policy
 from config.policy_commands import Command
+from config.settings import MemorySettings
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Call, Reply, has_tools, script
 from tests.fakes.slack_api import SlackApi
@@ -35,12 +36,13 @@ def make_stack(redis_server, model_server, sample) -> Iterator[Make]:
         model: Any = None,
         policy: Policy | None = None,
         groups: dict[str, list[str]] | None = None,
+        memory: MemorySettings | None = None,
         **slack_settings: Any,
     ) -> Stack:
         redis_server.flush()
         slack = SlackApi(groups=groups)
         server = model_server(model) if model is not None else None
-        settings = stack_settings(slack, redis_server.url, policy or sample.policy, server, **slack_settings)
+        settings = stack_settings(slack, redis_server.url, policy or sample.policy, server, memory, **slack_settings)
         stack = Stack(slack, settings, server)
         made.append((stack, slack))
         return stack
@@ -383,7 +385,7 @@ def test_a_queue_left_by_a_dead_process_is_taken_over(make_stack) -> None:
     from config.policy_base import Principal
 
     stack = make_stack(echo())
-    thread = ThreadRef(team="T1", channel="C1", thread_ts=payloads.next_ts())
+    thread = ThreadRef(team="T1", channel="C1", thread_ts=stack.slack.add_message("C1", "root"))
     job = Job(
         id="orphan",
         thread=thread,
@@ -393,7 +395,9 @@ def test_a_queue_left_by_a_dead_process_is_taken_over(make_stack) -> None:
         principal=Principal(platform="slack", user="U1", team="T1", channel="C1"),
     )
     state = stack.built.state
-    state.redis.zadd(f"{state.prefix}:queue:{thread.key}", {job.model_dump_json(): float(job.ts)})
+    token = state.enqueue(thread.key, job)
+    assert token is not None
+    state.abandon(thread.key, token)  # queued, then its process died before draining
     assert stack.built.dispatcher.sweep() == 1
     assert answer_text(answered(stack, "C1", thread.thread_ts)[0]) == "answer to left behind"
 
@@ -685,3 +689,181 @@ def test_two_processes_share_dedupe_and_never_run_one_thread_twice_at_once(redis
         finally:
             one.close()
             two.close()
+
+
+# What a review found: each of these once went wrong.
+
+
+def test_the_asker_cannot_approve_their_own_request_from_another_team_id(make_stack, sample) -> None:
+    stack = make_stack(model=None, policy=approvers_policy(sample.policy), allowed_teams=frozenset({"T9"}))
+    stack.command("run restart service=payments", key="run")
+    assert stack.slack.wait_for(lambda: stack.slack.messages("C1"), 5)
+    root = stack.slack.messages("C1")[0]
+    message = approval_message(stack, "C1", root["ts"])
+    # The same person, U1, as Enterprise Grid or Slack Connect may present them: another team id.
+    stack.click("opsbot_approve", request_id(message), user="U1", team="T9", message_ts=message["ts"])
+    assert stack.slack.wait_for(lambda: stack.slack.ephemerals("C1"), 5)
+    assert "cannot be approved by the person who asked" in stack.slack.ephemerals("C1")[0]["text"]
+    settle(stack)
+    assert results(stack, "C1", root["ts"]) == []
+
+
+def test_people_of_other_teams_are_refused_unless_allowed(make_stack, sample) -> None:
+    stack = make_stack(echo(), policy=approvers_policy(sample.policy))
+    mention = payloads.app_mention("<@UBOT> hello from outside", user="UX", team="TX")
+    stack.event(mention)
+    [refusal] = answered(stack, "C1", mention["ts"])
+    assert "only works for members of its own workspace" in refusal["text"]
+    stack.command("logs checkout", key="outside", user="UX", team="TX")
+    assert stack.slack.wait_for(lambda: stack.slack.responses("outside"), 5)
+    assert "only works for members" in stack.slack.responses("outside")[0]["text"]
+    assert stack.model is not None and stack.model.requests == []
+
+
+def test_an_allowed_teams_member_continues_the_same_thread(make_stack) -> None:
+    stack = make_stack(echo(), allowed_teams=frozenset({"TX"}))
+    mention = payloads.app_mention("<@UBOT> first")
+    stack.event(mention)
+    answered(stack, "C1", mention["ts"])
+    # A Slack Connect reply: the event names the writer's own team, the envelope opsbot's.
+    stack.event(payloads.message("from a partner", user="UX", team="TX", thread_ts=mention["ts"]))
+    answers = answered(stack, "C1", mention["ts"], count=2)
+    assert answer_text(answers[1]) == "answer to from a partner"
+    assert stack.model is not None and user_messages(stack.model.requests[1]) == ["first", "from a partner"]
+
+
+def test_clicks_from_another_team_or_message_decide_nothing(make_stack, sample) -> None:
+    stack = make_stack(restart_then_echo(), policy=approvers_policy(sample.policy))
+    mention = payloads.app_mention("<@UBOT> restart checkout")
+    stack.event(mention)
+    message = approval_message(stack, "C1", mention["ts"])
+    answered(stack, "C1", mention["ts"])
+    rid = request_id(message)
+    stack.click("opsbot_approve", rid, user="U2", team="TX", message_ts=message["ts"])
+    stack.click("opsbot_approve", rid, user="U2", channel="C7", message_ts=message["ts"])
+    stack.click("opsbot_approve", rid, user="U2", message_ts=mention["ts"])
+    assert stack.slack.wait_for(lambda: len(stack.slack.ephemerals()) >= 3, 5)
+    settle(stack)
+    assert results(stack, "C1", mention["ts"]) == []
+    stack.click("opsbot_approve", rid, user="U2", message_ts=message["ts"])
+    assert stack.slack.wait_for(lambda: results(stack, "C1", mention["ts"]), 10), "the request was not used up"
+
+
+def test_an_ops_question_is_redacted_before_it_is_posted(make_stack) -> None:
+    stack = make_stack(echo())
+    stack.command("why does postgres://app:Sup3rS3cret!@db:5432/x refuse me?", key="q")
+    assert stack.slack.wait_for(lambda: stack.slack.messages("C1"), 5)
+    root = stack.slack.messages("C1")[0]
+    answered(stack, "C1", root["ts"])
+    assert "Sup3rS3cret" not in json.dumps(stack.slack.messages("C1"))
+    assert stack.model is not None and "Sup3rS3cret" not in json.dumps(stack.model.requests)
+
+
+def test_an_ops_question_slack_will_not_post_is_answered_with_why(make_stack) -> None:
+    stack = make_stack(echo())
+    stack.slack.fail("chat.postMessage", status=500, times=10)
+    stack.command("is checkout ok?", key="refused")
+    assert stack.slack.wait_for(lambda: stack.slack.responses("refused"), 15)
+    assert "nothing was run" in stack.slack.responses("refused")[0]["text"]
+    assert stack.model is not None and stack.model.requests == []
+
+
+def test_a_failure_after_the_answer_adds_a_note_not_a_second_answer(make_stack, sample, monkeypatch) -> None:
+    import redis
+
+    stack = make_stack(restart_then_echo(), policy=approvers_policy(sample.policy))
+
+    def unreachable(*args: Any, **kwargs: Any) -> None:
+        raise redis.ConnectionError("blip")
+
+    monkeypatch.setattr(stack.built.state, "save_approval", unreachable)
+    mention = payloads.app_mention("<@UBOT> restart checkout please")
+    stack.event(mention)
+    answered(stack, "C1", mention["ts"])
+    assert stack.slack.wait_for(
+        lambda: any(
+            "could not post the approval request" in m["text"] for m in stack.slack.replies("C1", mention["ts"])
+        ),
+        5,
+    )
+    assert len(stack.answers("C1", mention["ts"])) == 1
+
+
+def test_a_stream_stop_whose_response_was_lost_is_not_answered_twice(make_stack) -> None:
+    stack = make_stack(
+        script(Reply(calls=[Call("list_services", {})]), Reply(content="fine")),
+    )
+    stack.slack.fail("chat.stopStream", status=500, after_effect=True)
+    mention = payloads.app_mention("<@UBOT> anything?")
+    stack.event(mention)
+    assert len(answered(stack, "C1", mention["ts"])) == 1
+
+
+def test_a_job_left_in_flight_by_a_dead_process_is_finished_once(make_stack) -> None:
+    from bot.slack.jobs import Job, ThreadRef
+    from config.policy_base import Principal
+
+    stack = make_stack(echo())
+    state = stack.built.state
+    thread = ThreadRef(team="T1", channel="C1", thread_ts=stack.slack.add_message("C1", "root"))
+    job = Job(
+        id="inflight",
+        thread=thread,
+        user="U1",
+        text="half done",
+        ts=thread.thread_ts,
+        principal=Principal(platform="slack", user="U1", team="T1", channel="C1"),
+    )
+    token = state.enqueue(thread.key, job)
+    assert token is not None and state.next_job(thread.key, token) == job  # taken, then the process died
+    state.abandon(thread.key, token)
+    assert stack.built.dispatcher.sweep() == 1
+    assert answer_text(answered(stack, "C1", thread.thread_ts)[0]) == "answer to half done"
+
+    token = state.enqueue(thread.key, job)  # died again, this time after answering
+    assert token is not None and state.next_job(thread.key, token) is not None
+    state.abandon(thread.key, token)
+    assert stack.built.dispatcher.sweep() == 1
+    settle(stack)
+    assert len(stack.answers("C1", thread.thread_ts)) == 1
+    assert stack.model is not None and len(stack.model.requests) == 1
+
+
+def test_a_run_longer_than_the_lock_ttl_keeps_its_thread(make_stack) -> None:
+    stack = make_stack(echo(delay_s=1.5), memory=MemorySettings(lock_ttl_s=0.6, lock_wait_s=30))
+    mention = payloads.app_mention("<@UBOT> slow")
+    stack.event(mention)
+    assert until(lambda: stack.model is not None and stack.model.requests)
+    time.sleep(1.0)  # past the lock's ttl, inside the run
+    stack.event(payloads.message("meanwhile", thread_ts=mention["ts"]))
+    answers = answered(stack, "C1", mention["ts"], count=2, timeout=20)
+    assert [answer_text(a) for a in answers] == ["answer to slow", "answer to meanwhile"]
+
+
+def test_long_output_keeps_its_fence_tail_and_note_and_the_confirm_fits() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from bot.slack.blocks import approval_blocks, output_blocks
+    from bot.slack.jobs import PendingApproval, ThreadRef
+    from tools.commands import ApprovalRequest
+
+    blocks = output_blocks("logs", "<" * 2700 + "THE END", True, 2800)
+    text = blocks[0]["text"]["text"]
+    assert text.endswith("THE END```") and len(text) <= 3000
+    assert "cut" in blocks[1]["elements"][0]["text"]
+    now = datetime.now(UTC)
+    request = ApprovalRequest(
+        command="restart",
+        description="d",
+        params={"x": "a" * 1000},
+        argv=("printf", "a" * 1000),
+        digest="0",
+        requested_by=None,
+        created_at=now,
+        expires_at=now + timedelta(minutes=5),
+    )
+    pending = PendingApproval(
+        request=request, thread=ThreadRef(team="T1", channel="C1", thread_ts="1.1"), why="w", continues_agent=False
+    )
+    actions = next(b for b in approval_blocks(pending) if b.get("block_id") == "opsbot_approval")
+    assert len(actions["elements"][0]["confirm"]["text"]["text"]) <= 300

@@ -265,7 +265,9 @@ def _approval_refusal(
 
 
 def _same_person(one: Principal, other: Principal | None) -> bool:
-    return other is not None and (one.platform, one.team, one.user) == (other.platform, other.team, other.user)
+    # A user id names one person on its platform; the team id in a payload depends on where it was
+    # built (Enterprise Grid, Slack Connect), so it must not tell one person apart from themselves.
+    return other is not None and (one.platform, one.user) == (other.platform, other.user)
 
 
 def _denied(action: str, access: Access, principal: Principal | None) -> ToolResult:

@@ -81,7 +81,12 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
     directory = Directory(client)
     # An approval's outcome continues the conversation through the same queues as a message.
     approvals = Approvals(
-        client, state, settings.policy, lambda job: dispatcher.submit(job), settings.slack.max_output_chars
+        client,
+        state,
+        settings.policy,
+        lambda job: dispatcher.submit(job),
+        settings.slack.max_output_chars,
+        teams=frozenset({identity.team_id}) | settings.slack.allowed_teams,
     )
     conversation = Conversation(agent, client, state, approvals, settings.slack)
     dispatcher = Dispatcher(state, pool, handle=conversation.handle, refuse=conversation.refuse)

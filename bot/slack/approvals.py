@@ -9,6 +9,7 @@ goes to the thread, and when the model asked for the command it is told the outc
 from __future__ import annotations
 
 import logging
+import shlex
 from collections.abc import Callable
 from datetime import UTC, datetime
 from urllib.error import URLError
@@ -20,7 +21,7 @@ from bot.commands import render_result
 from bot.prompts import approval_outcome
 from bot.slack.blocks import approval_blocks, decision_blocks, escape, mention, output_blocks
 from bot.slack.jobs import Job, PendingApproval, ThreadRef
-from bot.slack.posting import post_once
+from bot.slack.posting import PostFailed, post_once
 from bot.slack.state import SlackState
 from config.policy import Policy, Principal
 from tools.base import ToolResult
@@ -40,26 +41,30 @@ class Approvals:
         policy: Policy,
         continue_with: Callable[[Job], None],
         max_output_chars: int,
+        teams: frozenset[str],
     ) -> None:
         self.client = client
         self.state = state
         self.policy = policy
         self.continue_with = continue_with
         self.max_output_chars = max_output_chars
+        self.teams = teams  # whose people may decide: opsbot's workspace and `slack.allowed_teams`
 
     def ask(self, thread: ThreadRef, request: ApprovalRequest, why: str, continues_agent: bool) -> None:
-        """Post the request with Approve/Deny buttons in `thread` (stored first: a click always finds it)."""
+        """Post the request with Approve/Deny buttons in `thread`. Stored before it is posted, so a
+        click always finds it, and again with the message's ts, which a click must come from."""
         pending = PendingApproval(request=request, thread=thread, why=why, continues_agent=continues_agent)
         self.state.save_approval(pending, _ttl(request))
-        post_once(
+        ts = post_once(
             self.client,
             thread.channel,
             thread.thread_ts,
             request.id,
-            text=f"Approval needed: {request.command} ({' '.join(request.argv)})",
+            text=escape(f"Approval needed: {request.command} ({shlex.join(request.argv)})"),
             blocks=approval_blocks(pending),
             kind="opsbot_approval",
         )
+        self.state.save_approval(pending.model_copy(update={"message_ts": ts}), _ttl(request))
 
     def decide(self, request_id: str, approve: bool, clicker: Principal, channel: str, message_ts: str) -> None:
         pending = self.state.approval(request_id)
@@ -67,16 +72,23 @@ class Approvals:
             self._tell(clicker, channel, "This approval request is unknown or long expired; ask for the command again.")
             self._replace(channel, message_ts, None, "Expired: nothing was run.")
             return
+        if (channel, message_ts) != (pending.thread.channel, pending.message_ts or message_ts):
+            self._tell(clicker, channel, "That button does not belong to this approval request; nothing was decided.")
+            return
+        if clicker.team not in self.teams:
+            self._tell(clicker, channel, "Only members of opsbot's own workspace may decide on its requests.")
+            return
         request = pending.request
         checked = check_approval(self.policy, request, clicker)
         refused = checked if isinstance(checked, ToolResult) else None
-        if refused is not None and not (not approve and _same_person(clicker, request.requested_by)):
+        withdrawn = not approve and _same_person(clicker, request.requested_by)  # askers may withdraw
+        if refused is not None and not withdrawn:
             assert refused.error is not None
             self._tell(clicker, channel, f"You cannot decide on this request: {escape(refused.error.message)}.")
             if datetime.now(UTC) >= request.expires_at:
                 self._replace(channel, message_ts, pending, "Expired: nothing was run. Ask for the command again.")
             return
-        winner = self.state.claim_decision(request_id, clicker.user, _ttl(request) + _KEEP_AFTER_EXPIRY_S)
+        winner = self.state.claim_decision(request_id, clicker.user, _ttl(request))
         if winner is not None:
             self._tell(clicker, channel, f"This request was already decided by {mention(winner)}.")
             return
@@ -92,17 +104,19 @@ class Approvals:
         shown = render_result(result, approver)
         outcome = "ran" if result.ok else f"did not complete ({result.status})"
         self._replace(channel, message_ts, pending, f"✅ Approved by {mention(approver.user)}; {outcome}.")
-        post_once(
-            self.client,
-            pending.thread.channel,
-            pending.thread.thread_ts,
-            f"{request.id}:result",
-            text=f"{request.command}: {outcome}",
-            blocks=output_blocks(
-                f"{request.command} (approved by {approver.user})", shown, result.ok, self.max_output_chars
-            ),
-            kind="opsbot_result",
-        )
+        title = f"{request.command} (approved by {approver.user})"
+        try:
+            post_once(
+                self.client,
+                pending.thread.channel,
+                pending.thread.thread_ts,
+                f"{request.id}:result",
+                text=escape(f"{request.command}: {outcome}"),
+                blocks=output_blocks(title, shown, result.ok, self.max_output_chars),
+                kind="opsbot_result",
+            )
+        except PostFailed as exc:
+            log.error("result of approved request %s not posted: %s", request.id, exc.error)
         if pending.continues_agent:
             self._continue(pending, approval_outcome(request.command, approver.user, True, shown))
 
@@ -127,7 +141,7 @@ class Approvals:
         )
 
     def _replace(self, channel: str, message_ts: str, pending: PendingApproval | None, decision: str) -> None:
-        blocks = decision_blocks(pending, decision) if pending else None
+        blocks = decision_blocks(pending, decision) if pending else []
         try:
             self.client.chat_update(channel=channel, ts=message_ts, text=decision, blocks=blocks)
         except (SlackApiError, URLError, OSError) as exc:
@@ -145,4 +159,5 @@ def _ttl(request: ApprovalRequest) -> int:
 
 
 def _same_person(one: Principal, other: Principal | None) -> bool:
-    return other is not None and (one.team, one.user) == (other.team, other.user)
+    # User ids are unique across Slack; a team id differs by where the payload was built.
+    return other is not None and (one.platform, one.user) == (other.platform, other.user)

@@ -109,9 +109,12 @@ def feedback_blocks(answer_id: str) -> list[Block]:
 def output_blocks(title: str, text: str, ok: bool, max_chars: int) -> list[Block]:
     """Command output in a code block, cut in the middle with a note when long."""
     mark = "" if ok else "✗ "
-    shown = cut_middle(text, max_chars)
-    note = [_context(f"Output cut to {max_chars:,} of {len(text):,} characters.")] if shown.cut else []
-    return [_section(f"{mark}{escape(title)}\n```{escape(shown.text)}```"), *note]
+    # Cut after escaping: `&lt;` is longer than `<`, and the section must keep its tail and fence.
+    shown = cut_middle(escape(text), max_chars)
+    note = (
+        [_context(f"Output cut to {max_chars:,} characters (of {len(text):,}), middle left out.")] if shown.cut else []
+    )
+    return [_section(f"{mark}{_cut(escape(title), 100)}\n```{shown.text}```"), *note]
 
 
 def approval_blocks(pending: PendingApproval) -> list[Block]:
@@ -120,7 +123,11 @@ def approval_blocks(pending: PendingApproval) -> list[Block]:
     params = ", ".join(f"{k}={v}" for k, v in request.params.items()) or "no parameters"
     confirm = {
         "title": {"type": "plain_text", "text": "Run this command?"},
-        "text": {"type": "mrkdwn", "text": f"`{escape(shlex.join(request.argv))}` will run on the opsbot host."},
+        # Slack refuses a confirm text over 300 characters; the message above shows the whole argv.
+        "text": {
+            "type": "mrkdwn",
+            "text": _cut(f"`{escape(shlex.join(request.argv))}` will run on the opsbot host.", 280),
+        },
         "confirm": {"type": "plain_text", "text": "Run it"},
         "deny": {"type": "plain_text", "text": "Cancel"},
         "style": "danger",

@@ -5,24 +5,28 @@ from __future__ import annotations
 import logging
 from urllib.error import URLError
 
+import redis
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.webhook import WebhookClient
 
-from bot.commands import CommandOutput, NotACommand, Parsed, parse_command, run_command
+from bot.commands import NotACommand, Parsed, parse_command, run_command
 from bot.loop import Agent
 from bot.prompts import with_thread_context
 from bot.reply import Progress
 from bot.slack.approvals import Approvals
-from bot.slack.blocks import answer_blocks, context_line, escape, mention, output_blocks
+from bot.slack.blocks import ANSWER_EVENT, answer_blocks, context_line, escape, mention, output_blocks
 from bot.slack.jobs import Job, ThreadRef
-from bot.slack.posting import PostFailed, post_once
+from bot.slack.posting import PostFailed, find_marked, post_once
 from bot.slack.progress import SlackProgress
 from bot.slack.state import SlackState
 from config.settings import SlackSettings
+from tools.commands import ApprovalRequest
 from tools.redact import redact_text
 
 log = logging.getLogger("opsbot.slack")
+
+_SLACK_FAILURES = (PostFailed, SlackApiError, URLError, OSError)
 
 
 class Conversation:
@@ -38,6 +42,9 @@ class Conversation:
     def handle(self, job: Job) -> None:
         """Work on `job`; whatever fails, the person hears about it once."""
         try:
+            if job.resumed and self._answered(job):
+                log.info("job %s was answered before its process died; not run again", job.id)
+                return
             self._handle(job)
         except PostFailed as exc:
             log.error("answer to %s could not be posted: %s", job.id, exc.error)
@@ -46,14 +53,8 @@ class Conversation:
             self.refuse(job, f"Something went wrong inside opsbot on this message (logged as {job.id}).")
 
     def refuse(self, job: Job, text: str) -> None:
-        """Say why the job is not worked on: the job's one answer."""
-        try:
-            if job.response_url:
-                WebhookClient(job.response_url).send(text=escape(text), response_type="ephemeral")
-            else:
-                post_once(self.client, job.thread.channel, job.thread.thread_ts, job.id, escape(text))
-        except (PostFailed, SlackApiError, URLError, OSError) as exc:
-            log.error("could not tell %s why job %s was refused: %s", job.user, job.id, exc)
+        """Say why the job was not worked on: its one answer (nothing, when it has one already)."""
+        self._say(job, text, job.id, ANSWER_EVENT, check_first=True)
 
     def _handle(self, job: Job) -> None:
         parsed = self._command(job.text) if job.kind == "question" else None
@@ -86,34 +87,68 @@ class Conversation:
             progress.finish(reply)
         log.info("answered %s: %s", job.id, context_line(reply))
         for request in reply.approvals:
-            self.approvals.ask(job.thread, request, why=job.text, continues_agent=True)
+            self._ask_for(job, request, continues_agent=True)
 
     def _direct(self, job: Job, parsed: Parsed) -> None:
         output = run_command(self.agent, parsed, job.thread.key, job.principal)
         blocks = output_blocks(job.text, output.text, output.ok, self.settings.max_output_chars)
+        fallback = escape(output.text[:3000])
         if job.response_url:
-            WebhookClient(job.response_url).send(
-                text=escape(output.text[:3000]), blocks=blocks, response_type="ephemeral"
-            )
+            WebhookClient(job.response_url).send(text=fallback, blocks=blocks, response_type="ephemeral")
         else:
-            post_once(self.client, job.thread.channel, job.thread.thread_ts, job.id, escape(output.text[:3000]), blocks)
+            thread = job.thread
+            post_once(self.client, thread.channel, thread.thread_ts, job.id, fallback, blocks, check_first=job.resumed)
         if output.approval is not None:
-            self._ask_approval(job, output)
+            self._ask_for(job, output.approval, continues_agent=False)
 
-    def _ask_approval(self, job: Job, output: CommandOutput) -> None:
-        assert output.approval is not None
+    def _ask_for(self, job: Job, request: ApprovalRequest, continues_agent: bool) -> None:
+        """Post an approval request. The job's answer is out already, so a failure here gets a note
+        of its own rather than a second answer."""
         thread = job.thread
-        if job.response_url:
-            # A private answer has no thread: approvers need a public message to click on.
-            root = post_once(
-                self.client,
-                thread.channel,
-                None,
-                f"{job.id}:request",
-                f"{mention(job.user)} asked to run `{escape(output.approval.command)}`",
+        try:
+            if job.response_url:
+                # A private answer has no thread: approvers need a public message to click on.
+                root = post_once(
+                    self.client,
+                    thread.channel,
+                    None,
+                    f"{job.id}:request",
+                    f"{mention(job.user)} asked to run `{escape(request.command)}`",
+                    kind="opsbot_question",
+                )
+                thread = ThreadRef(team=thread.team, channel=thread.channel, thread_ts=root)
+            self.approvals.ask(thread, request, why=job.text, continues_agent=continues_agent)
+        except (PostFailed, redis.RedisError) as exc:
+            log.error("approval request %s not posted: %s", request.id, exc)
+            self._say(
+                job,
+                f"opsbot could not post the approval request for `{request.command}` ({exc}), so nothing will "
+                "run. If opsbot is not in this channel, `/invite @opsbot`; then ask again.",
+                f"{job.id}:note",
+                "opsbot_note",
             )
-            thread = ThreadRef(team=thread.team, channel=thread.channel, thread_ts=root)
-        self.approvals.ask(thread, output.approval, why=job.text, continues_agent=False)
+
+    def _say(self, job: Job, text: str, marker: str, kind: str, check_first: bool = False) -> None:
+        try:
+            if job.response_url:
+                WebhookClient(job.response_url).send(text=escape(text), response_type="ephemeral")
+            else:
+                thread = job.thread
+                post_once(
+                    self.client,
+                    thread.channel,
+                    thread.thread_ts,
+                    marker,
+                    escape(text),
+                    kind=kind,
+                    check_first=check_first,
+                )
+        except _SLACK_FAILURES as exc:
+            log.error("could not tell %s about job %s: %s", job.user, job.id, exc)
+
+    def _answered(self, job: Job) -> bool:
+        _, found = find_marked(self.client, job.thread.channel, job.thread.thread_ts, job.id, ANSWER_EVENT)
+        return found is not None
 
     def _earlier(self, job: Job) -> str:
         """The thread before opsbot was mentioned in it: at most `thread_context_messages` messages

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -86,6 +87,8 @@ class Dispatcher:
         self.handle = handle
         self.refuse = refuse
         self._stop = threading.Event()
+        self._active: dict[str, str] = {}  # thread -> drain token, for the heartbeat
+        self._active_lock = threading.Lock()
 
     def submit(self, job: Job) -> None:
         if not self.pool.reserve():
@@ -115,24 +118,49 @@ class Dispatcher:
             self.pool.run_reserved(functools.partial(self._drain, thread, token))
         return taken
 
-    def start_janitor(self, interval_s: float = 30.0) -> None:
+    def start_janitor(self, sweep_every_s: float = 30.0) -> None:
+        """Keep this process's drain locks alive while their runs last, and take over orphans."""
+        heartbeat_s = min(10.0, self.state.drain_ttl_ms / 3000)
+
         def loop() -> None:
-            while not self._stop.wait(interval_s):
+            last_sweep = time.monotonic()
+            while not self._stop.wait(heartbeat_s):
                 try:
-                    self.sweep()
-                except redis.RedisError as exc:
-                    log.warning("queue sweep failed: %s", exc)
+                    self._keep_alive()
+                    if time.monotonic() - last_sweep >= sweep_every_s:
+                        last_sweep = time.monotonic()
+                        self.sweep()
+                except Exception:
+                    log.exception("opsbot janitor: will try again")
 
         threading.Thread(target=loop, name="opsbot-janitor", daemon=True).start()
 
     def stop(self) -> None:
         self._stop.set()
 
+    def _keep_alive(self) -> None:
+        with self._active_lock:
+            active = list(self._active.items())
+        for thread, token in active:
+            self.state.extend(thread, token)
+
     def _drain(self, thread: str, token: str) -> None:
-        while True:
-            job = self.state.next_job(thread, token)
-            if job is None:
-                if self.state.release(thread, token):
-                    return
-                continue
-            self.handle(job)
+        with self._active_lock:
+            self._active[thread] = token
+        try:
+            while True:
+                job = self.state.next_job(thread, token)
+                if job is None:
+                    if self.state.release(thread, token):
+                        return
+                    continue
+                self.handle(job)
+        except redis.RedisError as exc:
+            log.error("draining %s stopped (%s); a janitor takes over what is left", thread, exc)
+            try:
+                self.state.abandon(thread, token)
+            except redis.RedisError:
+                pass  # the lock lapses by itself
+        finally:
+            with self._active_lock:
+                self._active.pop(thread, None)

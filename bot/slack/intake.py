@@ -22,6 +22,7 @@ from bot.slack.principals import Directory
 from bot.slack.state import SlackState
 from config.policy import Policy
 from config.settings import SlackSettings
+from tools.redact import redact_text
 
 SLASH_USAGE = (
     "`/ops <question>` asks opsbot in a new thread of this channel; mention @opsbot in any thread to ask "
@@ -72,7 +73,9 @@ class Intake:
         """An `app_mention` or `message` event: a job when it is addressed to opsbot."""
         if not self._written_by_someone(event):
             return
-        team = event.get("team") or body.get("team_id") or self.identity.team_id
+        # Threads are the installation's, whoever writes in them (Slack Connect users bring their own team).
+        team = body.get("team_id") or self.identity.team_id
+        user_team = event.get("user_team") or event.get("team") or team
         channel, ts = event["channel"], event["ts"]
         thread = ThreadRef(team=team, channel=channel, thread_ts=event.get("thread_ts") or ts)
         text = event.get("text") or ""
@@ -89,7 +92,7 @@ class Intake:
             thread=thread,
             user=user,
             text=self._mention.sub("", text).strip() or "help",
-            principal=self.directory.principal(user, team, channel),
+            principal=self.directory.principal(user, user_team, channel),
             ts=ts,
         )
         keys = [f"message:{team}:{channel}:{ts}", *([f"event:{body['event_id']}"] if body.get("event_id") else [])]
@@ -97,6 +100,10 @@ class Intake:
             if not (addressed or (event.get("thread_ts") and self.state.is_active(thread))):
                 return
             if not self.state.first_delivery(keys, self.settings.dedupe_ttl_s):
+                return
+            if not self._member(user_team):
+                if addressed:
+                    self.dispatcher.refuse(job, self._outsider())
                 return
             first = not self.state.is_active(thread)
             self.state.mark_active(thread, self.thread_ttl_s)
@@ -117,6 +124,9 @@ class Intake:
             return
         if word == "help":
             respond(SLASH_USAGE, response_type="ephemeral")
+            return
+        if not self._member(command.get("user_team_id") or team):
+            respond(self._outsider(), response_type="ephemeral")
             return
         try:
             if not self.state.first_delivery([f"command:{trigger}"], self.settings.dedupe_ttl_s):
@@ -150,12 +160,16 @@ class Intake:
                 channel,
                 None,
                 f"command:{trigger}:question",
-                f"{mention(user)} asked: {escape(text)}",
+                f"{mention(user)} asked: {escape(redact_text(text))}",
                 kind="opsbot_question",
             )
         except PostFailed as exc:
             if exc.error not in _CANNOT_POST:
-                raise
+                respond(
+                    f"Slack refused opsbot's post ({exc.error}); nothing was run. Try again in a minute.",
+                    response_type="ephemeral",
+                )
+                return
             respond(
                 "I cannot post in this channel (invite me with `/invite @opsbot` to answer in a thread here), "
                 "so only you will see my answer.",
@@ -170,6 +184,16 @@ class Intake:
     def _is_direct_command(self, text: str) -> bool:
         parsed = parse_command(self.policy, text)
         return parsed is not None and not (isinstance(parsed, NotACommand) and self.agent.model is not None)
+
+    def _member(self, team: str) -> bool:
+        """Whether people of `team` may use opsbot: its own workspace's, and `slack.allowed_teams`."""
+        return team == self.identity.team_id or team in self.settings.allowed_teams
+
+    def _outsider(self) -> str:
+        return (
+            "opsbot only works for members of its own workspace; ask its maintainers to add your team "
+            "to `slack.allowed_teams`."
+        )
 
     def _written_by_someone(self, event: dict[str, Any]) -> bool:
         """A person's new message, or an allowed bot's; never opsbot's own, an edit or a join."""

@@ -41,6 +41,7 @@ class Job(BaseModel):
     principal: Principal
     ts: str = Field(default="", description="the message's own ts (the thread root's for a new thread)")
     first_in_thread: bool = Field(default=False, description="opsbot's first message here: read the thread first")
+    resumed: bool = Field(default=False, description="taken over from a process that died while working on it")
     response_url: str | None = Field(
         default=None, description="answer privately here: opsbot cannot post in the channel"
     )

@@ -61,12 +61,17 @@ def post_once(
     attempts: int = 4,
     backoff_s: float = 0.5,
     kind: str = ANSWER_EVENT,
+    check_first: bool = False,
 ) -> str:
-    """Post one message marked with `job_id` and return its ts; raise `PostFailed`."""
+    """Post one message marked with `job_id` and return its ts; raise `PostFailed`.
+
+    `check_first` looks for the marked message before the first attempt too: for a message an
+    earlier attempt (a stream that was stopped, a run before a restart) may have posted already."""
     error = "not tried"
     for attempt in range(attempts):
-        if attempt:
-            time.sleep(backoff_s * 2 ** (attempt - 1))
+        if attempt or check_first:
+            if attempt:
+                time.sleep(backoff_s * 2 ** (attempt - 1))
             checked, found = find_marked(client, channel, thread_ts, job_id, kind)
             if found is not None:
                 return found

@@ -72,7 +72,16 @@ class SlackProgress(Progress):
                 return self.stream_ts
             if self.steps_ts is not None:
                 self._show_steps(done=True)
-            return post_once(self.client, self.channel, self.thread_ts, self.job.id, escape(fallback), blocks)
+            # A stop that took effect but whose response was lost already holds the answer.
+            return post_once(
+                self.client,
+                self.channel,
+                self.thread_ts,
+                self.job.id,
+                escape(fallback),
+                blocks,
+                check_first=self.stream_ts is not None or self.job.resumed,
+            )
         finally:
             self.status("")
 

@@ -35,22 +35,42 @@ return 0
 _NEXT = """
 if redis.call('get', KEYS[2]) ~= ARGV[1] then return false end
 redis.call('pexpire', KEYS[2], ARGV[2])
+redis.call('del', KEYS[3])
 local popped = redis.call('zpopmin', KEYS[1])
-return popped[1] or false
+if not popped[1] then return false end
+redis.call('set', KEYS[3], popped[1], 'EX', ARGV[3])
+return popped[1]
 """
 _RELEASE = """
 if redis.call('get', KEYS[2]) ~= ARGV[1] then return 1 end
+redis.call('del', KEYS[3])
 if redis.call('zcard', KEYS[1]) > 0 then return 0 end
 redis.call('del', KEYS[2])
 return 1
 """
+_EXTEND = """
+if redis.call('get', KEYS[2]) ~= ARGV[1] then return 0 end
+return redis.call('pexpire', KEYS[2], ARGV[2])
+"""
+_ABANDON = """
+if redis.call('get', KEYS[2]) == ARGV[1] then redis.call('del', KEYS[2]) end
+return 1
+"""
 _CLAIM_IDLE = """
-if redis.call('zcard', KEYS[1]) == 0 then return 0 end
-if redis.call('set', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-return 0
+if redis.call('zcard', KEYS[1]) == 0 and redis.call('exists', KEYS[3]) == 0 then return 0 end
+if not redis.call('set', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 0 end
+local unfinished = redis.call('get', KEYS[3])
+if unfinished then
+  if string.sub(unfinished, 1, #ARGV[3]) ~= ARGV[3] then unfinished = ARGV[3] .. unfinished end
+  redis.call('zadd', KEYS[1], 0, unfinished)
+  redis.call('del', KEYS[3])
+end
+return 1
 """
 
 QUEUE_TTL_S = 24 * 3600
+# Marks a job taken over from a dead process: before working on it, look whether it was answered.
+RESUMED = "resumed:"
 
 
 class SlackState:
@@ -63,6 +83,8 @@ class SlackState:
         self._next = client.register_script(_NEXT)
         self._release = client.register_script(_RELEASE)
         self._claim_idle = client.register_script(_CLAIM_IDLE)
+        self._extend = client.register_script(_EXTEND)
+        self._abandon = client.register_script(_ABANDON)
 
     @classmethod
     def from_url(cls, url: str, drain_ttl_s: float = 300.0) -> SlackState:
@@ -87,25 +109,43 @@ class SlackState:
         return token if claimed else None
 
     def next_job(self, thread: str, token: str) -> Job | None:
-        raw = self._next(keys=self._queue_keys(thread), args=[token, self.drain_ttl_ms])
-        return Job.model_validate_json(raw) if raw else None
+        """The thread's next job, kept as in flight until the next call: if this process dies
+        while working on it, whoever takes the thread over finds it and works on it again."""
+        raw = self._next(keys=self._queue_keys(thread), args=[token, self.drain_ttl_ms, QUEUE_TTL_S])
+        if not raw:
+            return None
+        if raw.startswith(RESUMED):
+            return Job.model_validate_json(raw.removeprefix(RESUMED)).model_copy(update={"resumed": True})
+        return Job.model_validate_json(raw)
 
     def release(self, thread: str, token: str) -> bool:
         """Stop draining; False when a job arrived meanwhile and the caller must go on."""
         return bool(self._release(keys=self._queue_keys(thread), args=[token]))
 
+    def extend(self, thread: str, token: str) -> bool:
+        """Keep draining: a long run must not let the lock lapse and a second drainer start."""
+        return bool(self._extend(keys=self._queue_keys(thread), args=[token, self.drain_ttl_ms]))
+
+    def abandon(self, thread: str, token: str) -> None:
+        """Give the thread up after a failure; what is left in it is taken over by a janitor."""
+        self._abandon(keys=self._queue_keys(thread), args=[token])
+
     def orphaned_queues(self) -> list[str]:
-        """Threads with queued jobs and no drainer (its process died): a janitor drains them."""
-        threads = []
-        for key in self.redis.scan_iter(f"{self.prefix}:queue:*", count=200):
-            thread = str(key).removeprefix(f"{self.prefix}:queue:")
-            if not self.redis.exists(f"{self.prefix}:drain:{thread}"):
-                threads.append(thread)
-        return threads
+        """Threads with queued or unfinished jobs and no drainer (its process died)."""
+        threads = set()
+        for kind in ("queue", "inflight"):
+            start = f"{self.prefix}:{kind}:"
+            for key in self.redis.scan_iter(start + "*", count=200):
+                thread = str(key).removeprefix(start).removeprefix("{").removesuffix("}")
+                if not self.redis.exists(self._queue_keys(thread)[1]):
+                    threads.add(thread)
+        return sorted(threads)
 
     def claim_idle(self, thread: str) -> str | None:
+        """Take over a thread without a drainer; an unfinished job goes back to the queue's head."""
         token = uuid.uuid4().hex
-        return token if self._claim_idle(keys=self._queue_keys(thread), args=[token, self.drain_ttl_ms]) else None
+        claimed = self._claim_idle(keys=self._queue_keys(thread), args=[token, self.drain_ttl_ms, RESUMED])
+        return token if claimed else None
 
     def mark_active(self, thread: ThreadRef, ttl_s: int) -> None:
         self.redis.set(f"{self.prefix}:active:{thread.key}", "1", ex=ttl_s)
@@ -146,7 +186,9 @@ class SlackState:
             return False
 
     def _queue_keys(self, thread: str) -> list[str]:
-        return [f"{self.prefix}:queue:{thread}", f"{self.prefix}:drain:{thread}"]
+        # One hash tag for a thread's keys: the scripts touching them work on Redis Cluster too.
+        tag = "{" + thread + "}"
+        return [f"{self.prefix}:queue:{tag}", f"{self.prefix}:drain:{tag}", f"{self.prefix}:inflight:{tag}"]
 
     def _approval_key(self, request_id: str) -> str:
         return f"{self.prefix}:approval:{request_id}"

@@ -29,7 +29,12 @@ TOKEN = "xoxb-test"
 
 
 def stack_settings(
-    slack: SlackApi, redis_url: str, policy: Policy, model: ModelServer | None, **slack_settings: Any
+    slack: SlackApi,
+    redis_url: str,
+    policy: Policy,
+    model: ModelServer | None,
+    memory: MemorySettings | None = None,
+    **slack_settings: Any,
 ) -> Settings:
     return Settings(
         slack_bot_token=TOKEN,
@@ -40,7 +45,7 @@ def stack_settings(
         model="scripted",
         policy=policy,
         loop=LoopLimits(tool_retry_backoff_s=0.01),
-        memory=MemorySettings(lock_wait_s=30),
+        memory=memory or MemorySettings(lock_wait_s=30),
         slack=SlackSettings(**slack_settings),
     )
 

@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import functools
+import json
+import logging
 import re
 from typing import Any
+from urllib.error import URLError
 
+import redis
 from slack_bolt import Ack, App
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 
 from bot.slack.approvals import Approvals
 from bot.slack.blocks import APPROVE, DENY, FEEDBACK
 from bot.slack.delivery import WorkerPool
 from bot.slack.principals import Directory
 from bot.slack.state import SlackState
+
+log = logging.getLogger("opsbot.feedback")
 
 
 def register(
@@ -26,11 +33,7 @@ def register(
         message_ts = body["container"].get("message_ts") or body["message"]["ts"]
         work = functools.partial(approvals.decide, action["value"], approve, clicker, channel, message_ts)
         if not pool.submit(work):
-            client.chat_postEphemeral(
-                channel=channel,
-                user=user,
-                text="opsbot is busy right now; nothing was decided. Click again in a minute.",
-            )
+            _tell(client, channel, user, "opsbot is busy right now; nothing was decided. Click again in a minute.")
 
     @app.action(APPROVE)
     def on_approve(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
@@ -45,8 +48,19 @@ def register(
     @app.action(re.compile(f"^{FEEDBACK}_(good|bad)$"))
     def on_feedback(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
         ack()
+        user, channel = body["user"]["id"], body["channel"]["id"]
         value = action["action_id"].removeprefix(f"{FEEDBACK}_")
-        state.record_feedback(action["value"], body["user"]["id"], value, feedback_ttl_s)
-        client.chat_postEphemeral(
-            channel=body["channel"]["id"], user=body["user"]["id"], text="Thanks: your feedback is recorded."
-        )
+        log.info(json.dumps({"event": "feedback", "answer": action["value"], "user": user, "value": value}))
+        try:
+            state.record_feedback(action["value"], user, value, feedback_ttl_s)
+            said = "Thanks: your feedback is recorded."
+        except redis.RedisError:
+            said = "Thanks. opsbot could not store it just now (its Redis is unreachable); it is in the logs."
+        _tell(client, channel, user, said)
+
+
+def _tell(client: WebClient, channel: str, user: str, text: str) -> None:
+    try:
+        client.chat_postEphemeral(channel=channel, user=user, text=text)
+    except (SlackApiError, URLError, OSError) as exc:
+        log.warning("could not tell %s: %s", user, exc)

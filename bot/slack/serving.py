@@ -1,0 +1,52 @@
+"""Running the Slack app until the process is told to stop: Socket Mode or HTTP.
+
+SIGTERM (what Heroku, systemd and Kubernetes send) stops taking new work and lets runs in
+flight finish before the process exits; a run cut short by a harder kill is taken over from
+Redis by another process's janitor.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+from types import FrameType
+
+from slack_bolt.adapter.socket_mode import SocketModeHandler
+from slack_bolt.adapter.wsgi import SlackRequestHandler
+from slack_sdk.errors import SlackApiError
+
+from bot.slack.app import SlackApp, StartupError, app_token, build_slack_app
+from bot.web import WebApp, serve
+from config.settings import Settings
+
+
+def serve_slack(settings: Settings, http: bool, port: int, started: Callable[[SlackApp], None]) -> None:
+    """Serve until SIGTERM or SIGINT. Raises `StartupError` naming what to fix."""
+    token = None if http else app_token(settings)
+    slack = build_slack_app(settings, http=http)
+    signal.signal(signal.SIGTERM, _exit)
+    try:
+        if http:
+            health = lambda: {"ok": slack.state.ping(), "bot": slack.identity.user_id}  # noqa: E731
+            started(slack)
+            serve(WebApp(SlackRequestHandler(slack.app), health), port)
+        else:
+            handler = SocketModeHandler(slack.app, token)
+            try:
+                handler.connect()  # type: ignore[no-untyped-call]
+            except SlackApiError as exc:
+                raise StartupError(
+                    f"SLACK_APP_TOKEN was refused by Slack ({exc.response.get('error')}); create an app-level "
+                    "token with connections:write under Basic Information, and turn Socket Mode on"
+                ) from exc
+            started(slack)
+            threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        slack.close()
+
+
+def _exit(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
