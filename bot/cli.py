@@ -19,6 +19,7 @@ from bot.prompts import no_model_text
 from bot.reply import Progress, Reply, Step
 from config.check import ConfigError, load_file_config
 from config.policy import Policy, Principal
+from config.runbooks import load_runbooks
 from config.settings import SAMPLE_CONFIG, Settings
 from tools.logs import log_files
 
@@ -208,15 +209,20 @@ def check_config(ctx: click.Context, path: Path | None) -> None:
     except ConfigError as exc:
         click.secho(str(exc), fg="red", err=True)
         ctx.exit(1)
+    policy = config.policy.resolved(target.resolve().parent)
     missing = [
         f"service {name}: {problem}"
-        for name, service in config.policy.resolved(target.resolve().parent).services.items()
+        for name, service in policy.services.items()
         for problem in log_files(service.logs)[1]
     ]
     for warning in missing:
         click.secho(f"warning: {warning}", fg="yellow", err=True)
-    policy = config.policy
+    try:
+        runbooks = {**policy.runbooks, **(load_runbooks(policy.runbooks_dir, policy) if policy.runbooks_dir else {})}
+    except ConfigError as exc:
+        click.secho(str(exc), fg="red", err=True)
+        ctx.exit(1)
     click.echo(
         f"{target}: ok – {len(policy.services)} service(s), {len(policy.commands)} command(s), "
-        f"{len(policy.config_files)} config root(s)"
+        f"{len(policy.config_files)} config root(s), {len(runbooks)} runbook(s)"
     )

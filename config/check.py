@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from config.settings import FileConfig
+
+M = TypeVar("M", bound=BaseModel)
+Located = tuple[tuple[int | str, ...], str]  # a key path in the file, and what is wrong there
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,15 @@ class ConfigError(Exception):
 
 def load_file_config(path: Path) -> FileConfig:
     """Parse and validate the file; raise `ConfigError` with every problem found."""
+    return load_yaml_model(path, FileConfig)
+
+
+def load_yaml_model(
+    path: Path, model: type[M], extra: Callable[[M], list[Located]] | None = None, tags: frozenset[str] = frozenset()
+) -> M:
+    """A YAML file validated as `model`; `extra` finds further problems, each at a key path of
+    the file; `tags` are the model's union tags, which are not keys of the file. Raises
+    `ConfigError` with every problem and its line."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -47,14 +61,21 @@ def load_file_config(path: Path) -> FileConfig:
         raise ConfigError(path, [Problem(f"{path}:1", "", "the top level must be a mapping of sections")])
     problems = _duplicate_keys(path, root)
     try:
-        config = FileConfig.model_validate(data)
+        config = model.model_validate(data)
     except ValidationError as exc:
+        locs = [(tuple(part for part in error["loc"] if part not in tags), error["msg"]) for error in exc.errors()]
+        problems += [Problem(_where(path, root, loc), _dotted(loc), message) for loc, message in locs]
+    else:
         problems += [
-            Problem(_where(path, root, error["loc"]), _dotted(error["loc"]), error["msg"]) for error in exc.errors()
+            Problem(_where(path, root, loc), _dotted(loc), message) for loc, message in (extra or _none)(config)
         ]
     if problems:
         raise ConfigError(path, problems)
     return config
+
+
+def _none(config: object) -> list[Located]:
+    return []
 
 
 def _syntax_problem(path: Path, exc: yaml.YAMLError) -> Problem:

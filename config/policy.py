@@ -16,9 +16,10 @@ from pathlib import Path
 from pydantic import Field, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from config.policy_base import Access, Name, Principal, Strict
+from config.policy_base import Access, Name, Principal, Strict, absolute
 from config.policy_commands import Command
 from config.policy_configs import ConfigFile
+from config.policy_runbooks import Runbook
 from config.policy_services import Service
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "Name",
     "Policy",
     "Principal",
+    "Runbook",
     "Service",
     "Strict",
     "log_command_problem",
@@ -42,11 +44,16 @@ class Policy(Strict):
     services: dict[Name, Service] = Field(default_factory=dict)
     commands: dict[Name, Command] = Field(default_factory=dict)
     config_files: dict[Name, ConfigFile] = Field(default_factory=dict)
+    runbooks_dir: Path | None = Field(default=None, description="a directory of runbook YAML files, one each")
+    runbooks: dict[Name, Runbook] = Field(
+        default_factory=dict, description="loaded from runbooks_dir by config/runbooks.py (or given inline)"
+    )
 
     def resolved(self, base: Path) -> Policy:
         """The same policy with every relative path made absolute against `base`."""
         return self.model_copy(
             update={
+                "runbooks_dir": absolute(self.runbooks_dir, base) if self.runbooks_dir else None,
                 "services": {name: s.resolved(base) for name, s in self.services.items()},
                 "commands": {name: c.resolved(base) for name, c in self.commands.items()},
                 "config_files": {name: c.resolved(base) for name, c in self.config_files.items()},

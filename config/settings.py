@@ -180,6 +180,13 @@ class Settings(BaseSettings):
             return cls()
         file_config = load_file_config(path)
         values: dict[str, Any] = file_config.model_dump(exclude_unset=True, exclude={"policy"})
-        values["policy"] = file_config.policy.resolved(path.resolve().parent)
+        policy = file_config.policy.resolved(path.resolve().parent)
+        if policy.runbooks_dir is not None:
+            from config.runbooks import load_runbooks
+
+            policy = policy.model_copy(
+                update={"runbooks": {**policy.runbooks, **load_runbooks(policy.runbooks_dir, policy)}}
+            )
+        values["policy"] = policy
         values["config"] = path
         return cls(**values)

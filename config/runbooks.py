@@ -1,0 +1,80 @@
+"""Loading the runbook files of `policy.runbooks_dir` and checking them against the policy: the
+commands, services and config roots they use must exist, and a write command's parameters must
+not come from step outputs. Every problem is reported with its file and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from config.check import ConfigError, Located, Problem, load_yaml_model
+from config.policy import Policy
+from config.policy_runbooks import STEP_TAGS, Runbook, ToolStep, template_of
+
+
+def load_runbooks(directory: Path, policy: Policy) -> dict[str, Runbook]:
+    """Every `*.yaml`/`*.yml` file of `directory`, one runbook each; `ConfigError` lists all problems."""
+    if not directory.is_dir():
+        raise ConfigError(directory, [Problem(str(directory), "policy.runbooks_dir", "is not a directory")])
+    runbooks: dict[str, Runbook] = {}
+    problems: list[Problem] = []
+    files = sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    for path in files:
+        try:
+            runbook = load_yaml_model(path, Runbook, lambda r: policy_problems(r, policy), STEP_TAGS)
+        except ConfigError as exc:
+            problems += exc.problems
+            continue
+        if runbook.id in runbooks:
+            problems.append(Problem(f"{path}:1", "id", f"runbook id {runbook.id!r} is used by another file too"))
+        runbooks[runbook.id] = runbook
+    if problems:
+        raise ConfigError(directory, problems)
+    return runbooks
+
+
+def policy_problems(runbook: Runbook, policy: Policy) -> list[Located]:
+    """What in `runbook` the policy does not provide, at the key path of each problem."""
+    found: list[Located] = []
+    for index, step in enumerate(runbook.steps):
+        if isinstance(step, ToolStep):
+            found += [(("steps", index, "args", *key), message) for key, message in _tool_problems(step, policy)]
+    return found
+
+
+def _tool_problems(step: ToolStep, policy: Policy) -> list[tuple[tuple[str, ...], str]]:
+    args = step.args
+    if step.tool == "run_command":
+        name = args.get("command")
+        if not isinstance(name, str) or template_of(name) is not None:
+            return [(("command",), "a runbook names its command literally")]
+        spec = policy.commands.get(name)
+        if spec is None:
+            return [(("command",), f"command {name!r} is not declared (declared: {_names(dict(policy.commands))})")]
+        params = args.get("params") or {}
+        if not isinstance(params, dict):
+            return [(("params",), "params is a mapping of parameter names to values")]
+        found: list[tuple[tuple[str, ...], str]] = [
+            (("params", key), f"{name!r} has no parameter {key!r}") for key in params if key not in spec.params
+        ]
+        if spec.risk == "write":
+            found += [
+                (
+                    ("params", key),
+                    "a write command's parameter cannot come from a step's output; use a runbook parameter",
+                )
+                for key, value in params.items()
+                if (template := template_of(value)) is not None and template[0] == "steps"
+            ]
+        return found
+    if step.tool not in ("query_logs", "read_config"):
+        return []
+    known: dict[str, object] = dict(policy.services) if step.tool == "query_logs" else dict(policy.config_files)
+    key = "service" if step.tool == "query_logs" else "name"
+    value = args.get(key)
+    if isinstance(value, str) and template_of(value) is None and value not in known:
+        return [((key,), f"{value!r} is not declared (declared: {_names(known)})")]
+    return []
+
+
+def _names(known: dict[str, object]) -> str:
+    return ", ".join(sorted(known)) or "none"

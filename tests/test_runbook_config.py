@@ -1,0 +1,139 @@
+"""Runbook files: the shipped examples load, and every mistake is refused with its line."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from config.check import ConfigError
+from config.policy_runbooks import ApprovalStep, BranchStep, ExplainStep, ToolStep
+from config.runbooks import load_runbooks
+from config.settings import Settings
+from tests.conftest import SAMPLE_DIR
+
+HEAD = """\
+id: broken
+description: a runbook with one mistake
+params:
+  service: {enum: [checkout, payments]}
+steps:
+"""
+
+
+def test_the_sample_runbooks_load_with_every_kind_of_step(sample: Settings) -> None:
+    runbooks = sample.policy.runbooks
+    assert sorted(runbooks) == ["config-drift", "disk-filling", "service-erroring"]
+    kinds = {type(step) for runbook in runbooks.values() for step in runbook.steps}
+    assert kinds == {ToolStep, BranchStep, ApprovalStep, ExplainStep}
+    erroring = runbooks["service-erroring"]
+    assert erroring.check_params({"service": "auth"}) == {"service": "auth", "upstream": "payments", "since": "30m"}
+    assert erroring.triggers[0].matches("alertmanager", {"alertname": "HighErrorRate", "service": "auth"})
+    assert not erroring.triggers[0].matches("alertmanager", {"alertname": "Other"})
+
+
+@pytest.mark.parametrize(
+    ("steps", "line", "message"),
+    [
+        ("  - id: a\n    tool: query_logs\n    args: {service: nosuch}\n", 8, "'nosuch' is not declared"),
+        ("  - id: a\n    tool: run_command\n    args: {command: reboot}\n", 8, "command 'reboot' is not declared"),
+        ("  - id: a\n    tool: run_command\n    args: {command: uptime, params: {x: 1}}\n", 8, "has no parameter 'x'"),
+        ("  - id: a\n    tool: read_config\n    args: {name: secrets}\n", 8, "'secrets' is not declared"),
+        ('  - id: a\n    tool: query_logs\n    args: {service: "{params.nope}"}\n', 8, "not a declared parameter"),
+        ('  - id: a\n    tool: query_logs\n    args: {service: "x{params.service}"}\n', 8, "must be the whole value"),
+        (
+            '  - id: a\n    tool: query_logs\n    args: {service: "{steps.b.data}"}\n  - id: b\n    explain: x\n',
+            8,
+            "does not name an earlier step",
+        ),
+        (
+            "  - id: a\n    tool: query_logs\n    args: {service: checkout}\n"
+            "  - id: b\n    tool: run_command\n"
+            '    args: {command: restart, params: {service: "{steps.a.data.service}"}}\n',
+            11,
+            "cannot come from a step's output",
+        ),
+        (
+            "  - id: a\n    tool: query_logs\n    args: {service: checkout}\n    on_failure: later\n",
+            9,
+            "is not abort, continue, end or a step id",
+        ),
+        (
+            "  - id: a\n    explain: x\n  - id: b\n    branch:\n      - when: [{step: a, op: gt, value: big}]\n"
+            "        goto: end\n",
+            10,
+            "compares numbers",
+        ),
+        (
+            "  - id: a\n    explain: x\n  - id: b\n    branch:\n      - when: [{step: c}]\n        goto: end\n",
+            10,
+            "'c' is not an earlier step",
+        ),
+        (
+            "  - id: a\n    explain: x\n  - id: b\n    branch:\n      - when: [{step: a}]\n        goto: nowhere\n",
+            11,
+            "'nowhere' is not a step id or end",
+        ),
+        ("  - id: a\n    explain: x\n  - id: a\n    explain: y\n", 8, "used by an earlier step"),
+        ("  - id: a\n    shell: rm -rf /\n", 6, "one of: tool, branch, approval, explain"),
+        ("  - id: a\n    tool: sh\n    args: {}\n", 7, "query_logs"),
+        ("  - id: a\n    explain: x\n    eval: print(1)\n", 8, "Extra inputs are not permitted"),
+    ],
+    ids=[
+        "unknown service",
+        "unknown command",
+        "unknown command parameter",
+        "unknown config root",
+        "undeclared parameter",
+        "template inside a string",
+        "later step",
+        "write fed by tool output",
+        "bad on_failure",
+        "number op on text",
+        "condition on unknown step",
+        "goto nowhere",
+        "repeated id",
+        "unknown step kind",
+        "unknown tool",
+        "unknown key",
+    ],
+)
+def test_a_mistake_is_refused_with_its_line(
+    sample: Settings, tmp_path: Path, steps: str, line: int, message: str
+) -> None:
+    (tmp_path / "broken.yaml").write_text(HEAD + steps)
+    with pytest.raises(ConfigError) as caught:
+        load_runbooks(tmp_path, sample.policy)
+    problems = caught.value.problems
+    assert any(message in p.message for p in problems), problems
+    assert any(p.where == f"{tmp_path / 'broken.yaml'}:{line}" for p in problems if message in p.message), problems
+
+
+def test_check_config_lists_the_runbooks_and_their_problems(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from bot.cli import main
+
+    shutil.copytree(SAMPLE_DIR, tmp_path / "sample")
+    config = tmp_path / "sample" / "opsbot.yaml"
+    ok = CliRunner().invoke(main, ["check-config", str(config)])
+    assert ok.exit_code == 0 and "3 runbook(s)" in ok.output
+    (tmp_path / "sample" / "runbooks" / "bad.yaml").write_text(
+        HEAD
+        + textwrap.dedent("""\
+          - id: a
+            tool: run_command
+            args: {command: reboot}
+        """)
+    )
+    bad = CliRunner().invoke(main, ["check-config", str(config)])
+    assert bad.exit_code == 1 and "bad.yaml:8" in bad.output and "'reboot' is not declared" in bad.output
+
+
+def test_two_files_cannot_share_an_id(sample: Settings, tmp_path: Path) -> None:
+    for name in ("one.yaml", "two.yaml"):
+        (tmp_path / name).write_text(HEAD + "  - id: a\n    explain: x\n")
+    with pytest.raises(ConfigError, match="used by another file"):
+        load_runbooks(tmp_path, sample.policy)
