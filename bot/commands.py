@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import json
 import shlex
+import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+import yaml
 
 from bot.loop import Agent
 from bot.memory import MemoryUnavailable, ThreadBusy
@@ -29,11 +32,12 @@ USAGE = """Direct commands (no model needed):
                                    options: since=15m until=2h limit=20 regex=RE (ISO-8601 times too)
   run <command> [name=value ...]   run an allowlisted diagnostic command with its parameters
   config <root>[/path] [key.path]  a config root's files, one file, or one value of it
+  runbook list | runbook show <id> the reviewed runbooks, and one runbook's parameters and steps
   reset                            forget this thread's conversation
   help                             this list
 Anything else is a question for the model."""
 
-NAMES = ("services", "logs", "run", "config", "reset", "help")
+NAMES = ("services", "logs", "run", "config", "runbook", "reset", "help")
 LOG_OPTIONS = ("since", "until", "limit", "regex")
 
 
@@ -129,12 +133,25 @@ def _tool_call(policy: Policy, name: str, args: list[str]) -> ToolCall | NotACom
         if pairs:
             call["params"] = {key: value for key, _, value in pairs}
         return ToolCall("direct", "run_command", json.dumps(call))
+    if name == "runbook":
+        return _runbook_call(policy, args)
     # A root name cannot contain "/", so `checkout/app.yaml` is unambiguously a root and a path in it.
     root, _, path = args[0].partition("/") if args else ("", "", "")
     if len(args) not in (1, 2) or root not in policy.config_files:
         return NotACommand(_unknown("config <root>[/path] [key.path]", "config root", args, policy.config_files))
     read = {"name": root, **({"path": path} if path else {}), **({"key": args[1]} if len(args) == 2 else {})}
     return ToolCall("direct", "read_config", json.dumps(read))
+
+
+def _runbook_call(policy: Policy, args: list[str]) -> ToolCall | NotACommand:
+    usage = "runbook list | runbook show <id>"
+    if args == ["list"]:
+        return ToolCall("direct", "list_runbooks", "{}")
+    if len(args) == 2 and args[0] == "show":
+        if args[1] not in policy.runbooks:
+            return NotACommand(_unknown(usage, "runbook", args[1:], policy.runbooks))
+        return ToolCall("direct", "read_runbook", json.dumps({"name": args[1]}))
+    return NotACommand(f"Usage: {usage}; runbooks: {', '.join(sorted(policy.runbooks)) or 'none configured'}.")
 
 
 def _unknown(usage: str, kind: str, args: list[str], known: Iterable[str]) -> str:
@@ -194,6 +211,9 @@ def _as_text(data: object) -> str:
                 parts.append(f"{key}:\n{inner}")
             elif isinstance(value, list) and value and all(_is_entry(v) for v in value):
                 parts.append(f"{key}:\n" + "\n".join(f"  {v['name']}: {v['about']}" for v in value))
+            elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+                listed = yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=100).rstrip()
+                parts.append(f"{key}:\n" + textwrap.indent(listed, "  "))
             else:
                 parts.append(f"{key}: {json.dumps(value) if not isinstance(value, str) else value}")
         return "\n".join(parts)

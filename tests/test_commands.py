@@ -27,6 +27,8 @@ from tools.executor import ToolCall
         ("run uptime", "run_command", {"command": "uptime"}),
         ("config payments", "read_config", {"name": "payments"}),
         ("config payments db.primary.pool_size", "read_config", {"name": "payments", "key": "db.primary.pool_size"}),
+        ("runbook list", "list_runbooks", {}),
+        ("runbook show disk-filling", "read_runbook", {"name": "disk-filling"}),
     ],
 )
 def test_exact_forms_are_tool_calls(sample: Settings, text, tool, args):
@@ -144,3 +146,14 @@ def test_model_facing_parts_of_other_hints_are_left_out():
 
     result = ToolResult.failure(ErrorType.unavailable, "x is not installed", hint="tell the user; try df instead")
     assert render_result(result).splitlines() == ["✗ unavailable: x is not installed", "  try df instead"]
+
+
+def test_runbook_commands_show_runbooks_to_people(sample: Settings, model_server, make_agent) -> None:
+    agent = make_agent(model_server(lambda body: Reply(content="unused")))
+    listed = run_command(agent, parse_command(sample.policy, "runbook list"), "t")
+    assert listed.ok and "disk-filling: a filesystem is filling up" in listed.text
+    shown = run_command(agent, parse_command(sample.policy, "runbook show config-drift"), "t")
+    assert shown.ok and "tool: read_config" in shown.text and "key: db.primary.pool_size" in shown.text
+    for text in ("runbook show nope", "runbook", "runbook delete disk-filling"):
+        parsed = parse_command(sample.policy, text)
+        assert isinstance(parsed, NotACommand) and "runbook list | runbook show <id>" in parsed.why

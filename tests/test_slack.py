@@ -867,3 +867,12 @@ def test_long_output_keeps_its_fence_tail_and_note_and_the_confirm_fits() -> Non
     )
     actions = next(b for b in approval_blocks(pending) if b.get("block_id") == "opsbot_approval")
     assert len(actions["elements"][0]["confirm"]["text"]["text"]) <= 300
+
+
+def test_ops_runbook_list_and_show_need_no_model(make_stack) -> None:
+    stack = make_stack(model=None)
+    stack.command("runbook list", key="list")
+    stack.command("runbook show service-erroring", key="show")
+    assert stack.slack.wait_for(lambda: stack.slack.responses("list") and stack.slack.responses("show"), 10)
+    assert "service-erroring" in stack.slack.responses("list")[0]["text"]
+    assert "approve-restart" in json.dumps(stack.slack.responses("show")[0])

@@ -7,6 +7,7 @@ from tools.base import Tool
 from tools.commands import run_command_tool
 from tools.configs import read_config_tool
 from tools.logs import query_logs_tool
+from tools.runbooks import list_runbooks_tool, read_runbook_tool
 from tools.services import list_services_tool
 
 
@@ -16,4 +17,5 @@ def ops_tools(policy: Policy) -> list[Tool]:
         query_logs_tool(policy),
         run_command_tool(policy),
         read_config_tool(policy),
+        *([list_runbooks_tool(policy), read_runbook_tool(policy)] if policy.runbooks else []),
     ]

@@ -1,0 +1,69 @@
+"""list_runbooks and read_runbook: the operator's reviewed runbooks, for the model to follow.
+
+The model reads a runbook and runs its read steps itself with the ordinary tools; running a
+runbook as a whole (and anything in it that writes) happens only through opsbot's runbook
+machinery, where a write waits for a person's approval.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from config.policy import Policy, Principal
+from config.policy_runbooks import Runbook
+from tools.base import Tool, ToolResult
+from tools.services import NoArgs
+
+
+class ReadRunbookArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="runbook id, as listed by list_runbooks")
+
+
+def list_runbooks_tool(policy: Policy) -> Tool:
+    def run(_: NoArgs, principal: Principal | None) -> ToolResult:
+        return ToolResult.success(
+            {"runbooks": [{"name": r.id, "about": r.description} for r in sorted_runbooks(policy)]}
+        )
+
+    return Tool(
+        name="list_runbooks",
+        description="The operator's reviewed runbooks (step-by-step diagnostics for known problems), by name.",
+        args_model=NoArgs,
+        run=run,  # type: ignore[arg-type]
+    )
+
+
+def read_runbook_tool(policy: Policy) -> Tool:
+    def run(args: ReadRunbookArgs, principal: Principal | None) -> ToolResult:
+        runbook = policy.runbooks.get(args.name)
+        if runbook is None:
+            return ToolResult.unknown("runbook", args.name, policy.runbooks)
+        return ToolResult.success(describe(runbook))
+
+    return Tool(
+        name="read_runbook",
+        description=(
+            "One runbook: its parameters and steps. Follow its read steps with the ordinary tools when it "
+            "matches the problem; say which steps would change things instead of trying them."
+        ),
+        args_model=ReadRunbookArgs,
+        run=run,  # type: ignore[arg-type]
+    )
+
+
+def sorted_runbooks(policy: Policy) -> list[Runbook]:
+    return [policy.runbooks[name] for name in sorted(policy.runbooks)]
+
+
+def describe(runbook: Runbook) -> dict[str, Any]:
+    """A runbook as plain data: parameters with what they accept, steps as written."""
+    return {
+        "name": runbook.id,
+        "about": runbook.description,
+        "params": [{"name": name, "accepts": param.expects()} for name, param in runbook.params.items()],
+        "steps": [step.model_dump(mode="json", exclude_defaults=True) for step in runbook.steps],
+    }
