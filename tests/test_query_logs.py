@@ -432,6 +432,13 @@ def test_relative_since_keeps_recent_lines(tmp_path: Path) -> None:
     assert lines_of(query(executor, since="1d", until="now")) == lines
 
 
+def test_files_untouched_since_the_window_answer_no_lines_not_unavailable(tmp_path: Path) -> None:
+    old = datetime.now(UTC) - timedelta(hours=5)
+    path = write(tmp_path / "shop.log", [f"{iso(old)} ERROR shop long ago"], mtime=old.timestamp())
+    data = query(shop(path), since="30m")  # before: `unavailable`, as if the file could not be read
+    assert data["matches"] == 0 and lines_of(data) == []
+
+
 def test_absolute_since_and_until_are_inclusive(tmp_path: Path) -> None:
     lines = [entry(n) for n in range(10)]
     executor = shop(write(tmp_path / "shop.log", lines))

@@ -224,9 +224,10 @@ def _query_files(name: str, service: Service, filters: _Filters, limit: int) -> 
         return _unavailable(name, missing, [])
     scan = _Scan(filters, limit)
     _scan_files(files, scan)
-    if not scan.read:
+    if not scan.read and not scan.past_since:
         return _unavailable(name, missing, scan.notes)
-    read = f"{_mb(scan.scanned)} of {_plural(len(scan.read), 'file')}"
+    # Files untouched since `since` hold nothing newer: that is an answer (no lines), not a failure.
+    read = f"{_mb(scan.scanned)} of {_plural(len(scan.read), 'file')}" if scan.read else "no file written since then"
     return _Part(scan, read, missing + scan.notes, "files")
 
 
