@@ -1,0 +1,33 @@
+"""Runbook runs: a reviewed runbook (config/policy_runbooks.py) run step by step with the ops
+tools, recorded in Redis after every step so that it survives restarts and never runs twice.
+
+The front ends (Slack, alerts, the terminal) start runs, show progress through a `Reporter`, and
+pass people's decisions to `RunbookEngine.decide`. Nothing here knows about Slack.
+"""
+
+from bot.runbooks.engine import MAX_STEPS, Explainer, Reporter, RunbookEngine, RunRefused, runbook_digest
+from bot.runbooks.records import RunRecord, RunStatus, StepKind, StepRecord, StepStatus
+from bot.runbooks.store import InProcessRunStore, RedisRunStore, RunStore, RunStoreUnavailable
+from bot.runbooks.templates import TemplateError, condition_holds, fill, fill_text
+
+__all__ = [
+    "MAX_STEPS",
+    "Explainer",
+    "InProcessRunStore",
+    "RedisRunStore",
+    "Reporter",
+    "RunRecord",
+    "RunRefused",
+    "RunStatus",
+    "RunStore",
+    "RunStoreUnavailable",
+    "RunbookEngine",
+    "StepKind",
+    "StepRecord",
+    "StepStatus",
+    "TemplateError",
+    "condition_holds",
+    "fill",
+    "fill_text",
+    "runbook_digest",
+]
