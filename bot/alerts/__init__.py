@@ -1,0 +1,22 @@
+"""Alert webhooks (Alertmanager v4, PagerDuty v3) in, normalised `Alert`s out.
+
+This package only receives: it authenticates, parses, caps and deduplicates, then hands each new
+alert to a callback. Choosing a runbook and talking to Slack happen elsewhere, on a worker.
+"""
+
+from bot.alerts.alertmanager import parse_alertmanager
+from bot.alerts.hooks import ALERTMANAGER_PATH, PAGERDUTY_PATH, AlertAuth, AlertHooks
+from bot.alerts.models import Alert, BadPayload
+from bot.alerts.pagerduty import parse_pagerduty, verify_signature
+
+__all__ = [
+    "ALERTMANAGER_PATH",
+    "PAGERDUTY_PATH",
+    "Alert",
+    "AlertAuth",
+    "AlertHooks",
+    "BadPayload",
+    "parse_alertmanager",
+    "parse_pagerduty",
+    "verify_signature",
+]
