@@ -33,6 +33,7 @@ USAGE = """Direct commands (no model needed):
   run <command> [name=value ...]   run an allowlisted diagnostic command with its parameters
   config <root>[/path] [key.path]  a config root's files, one file, or one value of it
   runbook list | runbook show <id> the reviewed runbooks, and one runbook's parameters and steps
+  runbook run <id> [name=value ...] run one (in Slack, where its approvals can be given)
   reset                            forget this thread's conversation
   help                             this list
 Anything else is a question for the model."""
@@ -55,7 +56,15 @@ class NotACommand:
     why: str
 
 
-Parsed = ToolCall | str | NotACommand  # a tool call, a built-in ("help", "reset"), or not a command
+@dataclass(frozen=True)
+class RunbookRequest:
+    """`runbook run <id> k=v`: a front end with approvals runs it (the Slack app)."""
+
+    runbook: str
+    params: dict[str, str]
+
+
+Parsed = ToolCall | str | NotACommand | RunbookRequest  # a tool call, a built-in, a runbook run, or not a command
 
 
 def parse_command(policy: Policy, text: str) -> Parsed | None:
@@ -75,9 +84,13 @@ def parse_command(policy: Policy, text: str) -> Parsed | None:
     return _tool_call(policy, name, args)
 
 
-def run_command(
-    agent: Agent, parsed: ToolCall | str | NotACommand, thread: str, principal: Principal | None = None
-) -> CommandOutput:
+def run_command(agent: Agent, parsed: Parsed, thread: str, principal: Principal | None = None) -> CommandOutput:
+    if isinstance(parsed, RunbookRequest):
+        return CommandOutput(
+            f"Runbook {parsed.runbook} runs in Slack, where its approvals can be given: "
+            f"/ops runbook run {parsed.runbook} ...; `runbook show {parsed.runbook}` shows its steps.",
+            ok=False,
+        )
     if isinstance(parsed, NotACommand):
         return CommandOutput(f"{parsed.why}\n\n{USAGE}", ok=False)
     if parsed == "help":
@@ -101,7 +114,7 @@ def _reset(agent: Agent, thread: str) -> CommandOutput:
     return CommandOutput("This thread's conversation is forgotten.", ok=True)
 
 
-def _tool_call(policy: Policy, name: str, args: list[str]) -> ToolCall | NotACommand:
+def _tool_call(policy: Policy, name: str, args: list[str]) -> ToolCall | NotACommand | RunbookRequest:
     if name == "logs":
         if not args or args[0] not in policy.services:
             return NotACommand(_unknown("logs <service> [level] [text]", "service", args, policy.services))
@@ -143,8 +156,15 @@ def _tool_call(policy: Policy, name: str, args: list[str]) -> ToolCall | NotACom
     return ToolCall("direct", "read_config", json.dumps(read))
 
 
-def _runbook_call(policy: Policy, args: list[str]) -> ToolCall | NotACommand:
-    usage = "runbook list | runbook show <id>"
+def _runbook_call(policy: Policy, args: list[str]) -> ToolCall | NotACommand | RunbookRequest:
+    usage = "runbook list | runbook show <id> | runbook run <id> [name=value ...]"
+    if len(args) >= 2 and args[0] == "run":
+        if args[1] not in policy.runbooks:
+            return NotACommand(_unknown(usage, "runbook", args[1:], policy.runbooks))
+        pairs = [arg.partition("=") for arg in args[2:]]
+        if any(not key or not sep for key, sep, _ in pairs) or len({key for key, _, _ in pairs}) != len(pairs):
+            return NotACommand(f"Usage: {usage}; parameters are name=value, each name once.")
+        return RunbookRequest(args[1], {key: value for key, _, value in pairs})
     if args == ["list"]:
         return ToolCall("direct", "list_runbooks", "{}")
     if len(args) == 2 and args[0] == "show":

@@ -1,4 +1,5 @@
-"""opsbot's HTTP face: Slack's Events API at /slack/events and /healthz, served by waitress.
+"""opsbot's HTTP face: Slack's Events API at /slack/events, alert webhooks at /hooks/, and /healthz,
+served by waitress.
 
 A plain WSGI router: Bolt's own WSGI adapter answers Slack (signature checks included), and the
 health check says whether Redis answers, so a load balancer stops sending to a process that
@@ -15,15 +16,16 @@ import waitress
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 
 if TYPE_CHECKING:
-    from wsgiref.types import StartResponse, WSGIEnvironment
+    from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 Health = Callable[[], dict[str, Any]]
 
 
 class WebApp:
-    def __init__(self, slack: SlackRequestHandler, health: Health) -> None:
+    def __init__(self, slack: SlackRequestHandler, health: Health, hooks: WSGIApplication | None = None) -> None:
         self.slack = slack
         self.health = health
+        self.hooks = hooks  # the alert webhooks, when any is configured
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
@@ -33,6 +35,8 @@ class WebApp:
             return _json(start_response, status, report)
         if path == "/slack/events":
             return self.slack(environ, start_response)
+        if path.startswith("/hooks/") and self.hooks is not None:
+            return self.hooks(environ, start_response)
         return _json(start_response, "404 Not Found", {"ok": False, "error": f"nothing at {path}"})
 
 

@@ -73,6 +73,22 @@ class SlackSettings(Strict):
     )
 
 
+class AlertSettings(Strict):
+    channel: str | None = Field(
+        default=None,
+        pattern=r"^[CG][A-Z0-9]{2,}$",
+        description="Slack channel for alert threads a trigger names none for",
+    )
+    first_look: bool = Field(default=True, description="an alert no runbook matches gets the model's first look")
+
+
+class RunbookSettings(Strict):
+    lease_ttl_s: float = Field(
+        default=60.0, gt=0, description="a run whose process stopped is taken over this long after its last step"
+    )
+    recover_every_s: float = Field(default=30.0, gt=0, description="how often runs left behind are looked for")
+
+
 class FileConfig(Strict):
     """Everything one YAML file may hold. Secrets are not among it: they come from the environment."""
 
@@ -83,6 +99,8 @@ class FileConfig(Strict):
     loop: LoopLimits = Field(default_factory=LoopLimits)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     slack: SlackSettings = Field(default_factory=SlackSettings)
+    alerts: AlertSettings = Field(default_factory=AlertSettings)
+    runbooks: RunbookSettings = Field(default_factory=RunbookSettings)
     policy: Policy = Field(default_factory=Policy)
 
 
@@ -103,12 +121,22 @@ class Settings(BaseSettings):
     slack_app_token: SecretStr | None = Field(default=None, validation_alias="SLACK_APP_TOKEN")
     slack_signing_secret: SecretStr | None = Field(default=None, validation_alias="SLACK_SIGNING_SECRET")
     slack_api_url: str | None = Field(default=None, validation_alias="SLACK_API_URL")
+    alertmanager_token: SecretStr | None = Field(default=None, validation_alias="ALERTMANAGER_TOKEN")
+    alertmanager_user: str | None = Field(default=None, validation_alias="ALERTMANAGER_USER")
+    alertmanager_password: SecretStr | None = Field(default=None, validation_alias="ALERTMANAGER_PASSWORD")
+    pagerduty_webhook_secrets: SecretStr | None = Field(
+        default=None,
+        validation_alias="PAGERDUTY_WEBHOOK_SECRETS",
+        description="comma-separated, several during rotation",
+    )
     model: str = "gpt-4o-mini"
     config: Path | None = None
     llm: ModelSettings = Field(default_factory=ModelSettings)
     loop: LoopLimits = Field(default_factory=LoopLimits)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     slack: SlackSettings = Field(default_factory=SlackSettings)
+    alerts: AlertSettings = Field(default_factory=AlertSettings)
+    runbooks: RunbookSettings = Field(default_factory=RunbookSettings)
     policy: Policy = Field(default_factory=Policy)
 
     @field_validator("redis_url")

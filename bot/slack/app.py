@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.error import URLError
 
 from pydantic import SecretStr
@@ -14,14 +16,21 @@ from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
 from bot.build import build_agent
 from bot.loop import Agent
+from bot.runbooks.engine import RunbookEngine
+from bot.runbooks.explain import model_explainer
+from bot.runbooks.store import RedisRunStore
+from bot.slack.alerts import AlertRouter
 from bot.slack.approvals import Approvals
 from bot.slack.conversation import Conversation
 from bot.slack.delivery import Dispatcher, WorkerPool
 from bot.slack.intake import BotIdentity, Intake
 from bot.slack.listeners import actions, commands, events
 from bot.slack.principals import Directory
+from bot.slack.runbook_runs import RunDecisions, ThreadReporter
 from bot.slack.state import SlackState
 from config.settings import Settings
+
+log = logging.getLogger("opsbot.slack")
 
 # Listeners only queue work, so a few threads ack everything Slack sends.
 _LISTENER_THREADS = 16
@@ -38,8 +47,29 @@ class SlackApp:
     pool: WorkerPool
     state: SlackState
     identity: BotIdentity
+    engine: RunbookEngine
+    alerts: AlertRouter
+
+    stopped: threading.Event = field(default_factory=threading.Event)
+
+    def keep_recovering(self, every_s: float = 30.0) -> None:
+        """Runs a stopped process left behind go on (or are marked interrupted) once their lease
+        lapses: now, and every `every_s`, so a crash while others keep running is noticed too."""
+
+        def loop() -> None:
+            while True:
+                try:
+                    self.engine.recover()
+                except Exception:
+                    log.exception("runbook recovery failed; trying again later")
+                if self.stopped.wait(every_s):
+                    return
+
+        threading.Thread(target=loop, name="opsbot-runbook-recovery", daemon=True).start()
 
     def close(self) -> None:
+        self.stopped.set()
+        self.alerts.stop()
         self.dispatcher.stop()
         self.pool.shutdown()
 
@@ -88,16 +118,37 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         settings.slack.max_output_chars,
         teams=frozenset({identity.team_id}) | settings.slack.allowed_teams,
     )
-    conversation = Conversation(agent, client, state, approvals, settings.slack)
+    teams = frozenset({identity.team_id}) | settings.slack.allowed_teams
+    engine = RunbookEngine(
+        settings.policy,
+        agent.executor,
+        RedisRunStore(state.redis),
+        ThreadReporter(client, settings.slack.max_output_chars),
+        model_explainer(agent.model) if agent.model is not None else None,
+        lease_ttl_s=settings.runbooks.lease_ttl_s,
+    )
+    conversation = Conversation(agent, client, state, approvals, settings.slack, engine)
     dispatcher = Dispatcher(state, pool, handle=conversation.handle, refuse=conversation.refuse)
+    alerts = AlertRouter(
+        settings.policy,
+        engine,
+        client,
+        state.redis,
+        settings.alerts,
+        identity.team_id,
+        dispatcher.submit if agent.model is not None else None,
+    )
     intake = Intake(
         agent, client, settings.policy, state, dispatcher, directory, identity, settings.slack, settings.memory.ttl_s
     )
     events.register(app, intake)
     commands.register(app, intake)
-    actions.register(app, approvals, pool, directory, state, settings.memory.ttl_s)
+    actions.register(app, approvals, RunDecisions(engine, client, teams), pool, directory, state, settings.memory.ttl_s)
     dispatcher.start_janitor()
-    return SlackApp(app, dispatcher, pool, state, identity)
+    alerts.start()
+    slack_app = SlackApp(app, dispatcher, pool, state, identity, engine, alerts)
+    slack_app.keep_recovering(settings.runbooks.recover_every_s)
+    return slack_app
 
 
 def _identity(client: WebClient) -> BotIdentity:

@@ -12,16 +12,14 @@ import logging
 import shlex
 from collections.abc import Callable
 from datetime import UTC, datetime
-from urllib.error import URLError
 
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
 
 from bot.commands import render_result
 from bot.prompts import approval_outcome
 from bot.slack.blocks import approval_blocks, decision_blocks, escape, mention, output_blocks
 from bot.slack.jobs import Job, PendingApproval, ThreadRef
-from bot.slack.posting import PostFailed, post_once
+from bot.slack.posting import PostFailed, post_once, replace, tell
 from bot.slack.state import SlackState
 from config.policy import Policy, Principal
 from tools.base import ToolResult
@@ -141,17 +139,10 @@ class Approvals:
         )
 
     def _replace(self, channel: str, message_ts: str, pending: PendingApproval | None, decision: str) -> None:
-        blocks = decision_blocks(pending, decision) if pending else []
-        try:
-            self.client.chat_update(channel=channel, ts=message_ts, text=decision, blocks=blocks)
-        except (SlackApiError, URLError, OSError) as exc:
-            log.warning("approval message %s not updated: %s", message_ts, exc)
+        replace(self.client, channel, message_ts, decision, decision_blocks(pending, decision) if pending else [])
 
     def _tell(self, who: Principal, channel: str, text: str) -> None:
-        try:
-            self.client.chat_postEphemeral(channel=channel, user=who.user, text=text)
-        except (SlackApiError, URLError, OSError) as exc:
-            log.warning("could not tell %s: %s", who.user, exc)
+        tell(self.client, channel, who.user, text)
 
 
 def _ttl(request: ApprovalRequest) -> int:

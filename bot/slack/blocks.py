@@ -72,7 +72,7 @@ def step_lines(step: Step) -> list[str]:
 def steps_message(lines: list[str], done: bool) -> tuple[str, list[Block]]:
     head = "*Steps*" if done else "*Working on it…*"
     text = "\n".join(lines[-40:]) or "_asking the model…_"
-    return "opsbot steps", [_section(f"{head}\n{text}")]
+    return "opsbot steps", [section(f"{head}\n{text}")]
 
 
 def context_line(reply: Reply) -> str:
@@ -99,8 +99,8 @@ def feedback_blocks(answer_id: str) -> list[Block]:
             "type": "actions",
             "block_id": "opsbot_feedback",
             "elements": [
-                _button("👍 Helpful", f"{FEEDBACK}_good", answer_id),
-                _button("👎 Not helpful", f"{FEEDBACK}_bad", answer_id),
+                button("👍 Helpful", f"{FEEDBACK}_good", answer_id),
+                button("👎 Not helpful", f"{FEEDBACK}_bad", answer_id),
             ],
         }
     ]
@@ -114,7 +114,7 @@ def output_blocks(title: str, text: str, ok: bool, max_chars: int) -> list[Block
     note = (
         [_context(f"Output cut to {max_chars:,} characters (of {len(text):,}), middle left out.")] if shown.cut else []
     )
-    return [_section(f"{mark}{_cut(escape(title), 100)}\n```{shown.text}```"), *note]
+    return [section(f"{mark}{_cut(escape(title), 100)}\n```{shown.text}```"), *note]
 
 
 def approval_blocks(pending: PendingApproval) -> list[Block]:
@@ -133,7 +133,7 @@ def approval_blocks(pending: PendingApproval) -> list[Block]:
         "style": "danger",
     }
     return [
-        _section(
+        section(
             f":warning: *Approval needed* – `{escape(request.command)}` ({escape(request.description)}) "
             "changes things.\n"
             f"*Will run:* `{escape(shlex.join(request.argv))}`\n*Parameters:* {escape(params)}\n"
@@ -147,8 +147,8 @@ def approval_blocks(pending: PendingApproval) -> list[Block]:
             "type": "actions",
             "block_id": "opsbot_approval",
             "elements": [
-                {**_button("Approve", APPROVE, request.id), "style": "primary", "confirm": confirm},
-                {**_button("Deny", DENY, request.id), "style": "danger"},
+                {**button("Approve", APPROVE, request.id), "style": "primary", "confirm": confirm},
+                {**button("Deny", DENY, request.id), "style": "danger"},
             ],
         },
     ]
@@ -158,16 +158,16 @@ def decision_blocks(pending: PendingApproval, decision: str) -> list[Block]:
     """The approval message once decided: the same facts, the buttons replaced by the decision."""
     request = pending.request
     return [
-        _section(f"*{escape(request.command)}*: `{escape(shlex.join(request.argv))}`"),
+        section(f"*{escape(request.command)}*: `{escape(shlex.join(request.argv))}`"),
         _context(decision),
     ]
 
 
-def _button(text: str, action_id: str, value: str) -> Block:
+def button(text: str, action_id: str, value: str) -> Block:
     return {"type": "button", "text": {"type": "plain_text", "text": text}, "action_id": action_id, "value": value}
 
 
-def _section(text: str) -> Block:
+def section(text: str) -> Block:
     return {"type": "section", "text": {"type": "mrkdwn", "text": _cut(text, _SECTION_CHARS)}}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from urllib.error import URLError
 
@@ -10,10 +11,11 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.webhook import WebhookClient
 
-from bot.commands import NotACommand, Parsed, parse_command, run_command
+from bot.commands import NotACommand, Parsed, RunbookRequest, parse_command, run_command
 from bot.loop import Agent
 from bot.prompts import with_thread_context
 from bot.reply import Progress
+from bot.runbooks.engine import RunbookEngine, RunRefused
 from bot.slack.approvals import Approvals
 from bot.slack.blocks import ANSWER_EVENT, answer_blocks, context_line, escape, mention, output_blocks
 from bot.slack.jobs import Job, ThreadRef
@@ -31,8 +33,15 @@ _SLACK_FAILURES = (PostFailed, SlackApiError, URLError, OSError)
 
 class Conversation:
     def __init__(
-        self, agent: Agent, client: WebClient, state: SlackState, approvals: Approvals, settings: SlackSettings
+        self,
+        agent: Agent,
+        client: WebClient,
+        state: SlackState,
+        approvals: Approvals,
+        settings: SlackSettings,
+        engine: RunbookEngine,
     ) -> None:
+        self.engine = engine
         self.agent = agent
         self.client = client
         self.state = state
@@ -90,6 +99,9 @@ class Conversation:
             self._ask_for(job, request, continues_agent=True)
 
     def _direct(self, job: Job, parsed: Parsed) -> None:
+        if isinstance(parsed, RunbookRequest):
+            self._run_runbook(job, parsed)
+            return
         output = run_command(self.agent, parsed, job.thread.key, job.principal)
         blocks = output_blocks(job.text, output.text, output.ok, self.settings.max_output_chars)
         fallback = escape(output.text[:3000])
@@ -100,6 +112,28 @@ class Conversation:
             post_once(self.client, thread.channel, thread.thread_ts, job.id, fallback, blocks, check_first=job.resumed)
         if output.approval is not None:
             self._ask_for(job, output.approval, continues_agent=False)
+
+    def _run_runbook(self, job: Job, request: RunbookRequest) -> None:
+        """Start a runbook in the job's thread (for /ops, in a new thread of the channel)."""
+        try:
+            self.approvals.policy.runbooks[request.runbook].check_params(request.params)
+        except ValueError as exc:
+            self._say(job, f"Runbook {request.runbook} was not run: {exc}", job.id, ANSWER_EVENT)
+            return
+        thread = job.thread
+        if job.response_url:
+            said = f"{mention(job.user)} runs runbook `{escape(request.runbook)}`"
+            root = post_once(self.client, thread.channel, None, f"{job.id}:runbook", said, kind="opsbot_question")
+            thread = ThreadRef(team=thread.team, channel=thread.channel, thread_ts=root)
+            WebhookClient(job.response_url).send(
+                text=f"Runbook {request.runbook} started in a thread of this channel.", response_type="ephemeral"
+            )
+        origin = {"team": thread.team, "channel": thread.channel, "thread_ts": thread.thread_ts, "asked": job.id}
+        run_id = "cmd-" + hashlib.sha256(job.id.encode()).hexdigest()[:24]
+        try:
+            self.engine.start(request.runbook, request.params, origin, run_id=run_id, requested_by=job.principal)
+        except RunRefused as exc:
+            self._say(job, f"Runbook {request.runbook} was not run: {exc}", f"{job.id}:note", "opsbot_note")
 
     def _ask_for(self, job: Job, request: ApprovalRequest, continues_agent: bool) -> None:
         """Post an approval request. The job's answer is out already, so a failure here gets a note

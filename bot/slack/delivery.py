@@ -49,7 +49,7 @@ class WorkerPool:
         """Nothing running or waiting here (for health checks and tests)."""
         return self._taken == 0
 
-    def run_reserved(self, work: Callable[[], None]) -> None:
+    def run_reserved(self, work: Callable[[], object]) -> None:
         """Run `work` on a slot taken with `reserve`; the slot is given back when it ends."""
 
         def wrapped() -> None:
@@ -62,7 +62,7 @@ class WorkerPool:
 
         self._executor.submit(wrapped)
 
-    def submit(self, work: Callable[[], None]) -> bool:
+    def submit(self, work: Callable[[], object]) -> bool:
         if not self.reserve():
             return False
         self.run_reserved(work)

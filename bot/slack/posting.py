@@ -119,3 +119,19 @@ def find_marked(
         if metadata.get("event_type") == kind and (metadata.get("event_payload") or {}).get("job") == job_id:
             return True, str(message["ts"])
     return True, None
+
+
+def tell(client: WebClient, channel: str, user: str, text: str) -> None:
+    """A message only `user` sees; best effort (the person may have left the channel)."""
+    try:
+        client.chat_postEphemeral(channel=channel, user=user, text=text)
+    except (SlackApiError, URLError, OSError) as exc:
+        log.warning("could not tell %s: %s", user, exc)
+
+
+def replace(client: WebClient, channel: str, ts: str, text: str, blocks: list[Block]) -> None:
+    """Replace a message's text and blocks (a decision replacing buttons); best effort."""
+    try:
+        client.chat_update(channel=channel, ts=ts, text=text, blocks=blocks)
+    except (SlackApiError, URLError, OSError) as exc:
+        log.warning("message %s not updated: %s", ts, exc)

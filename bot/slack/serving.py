@@ -1,4 +1,5 @@
-"""Running the Slack app until the process is told to stop: Socket Mode or HTTP.
+"""Running the Slack app until the process is told to stop: Socket Mode, or HTTP (which also
+serves the alert webhooks).
 
 SIGTERM (what Heroku, systemd and Kubernetes send) stops taking new work and lets runs in
 flight finish before the process exits; a run cut short by a harder kill is taken over from
@@ -12,10 +13,12 @@ import threading
 from collections.abc import Callable
 from types import FrameType
 
+from pydantic import SecretStr, ValidationError
 from slack_bolt.adapter.socket_mode import SocketModeHandler
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_sdk.errors import SlackApiError
 
+from bot.alerts.hooks import AlertAuth, AlertHooks
 from bot.slack.app import SlackApp, StartupError, app_token, build_slack_app
 from bot.web import WebApp, serve
 from config.settings import Settings
@@ -30,7 +33,7 @@ def serve_slack(settings: Settings, http: bool, port: int, started: Callable[[Sl
         if http:
             health = lambda: {"ok": slack.state.ping(), "bot": slack.identity.user_id}  # noqa: E731
             started(slack)
-            serve(WebApp(SlackRequestHandler(slack.app), health), port)
+            serve(WebApp(SlackRequestHandler(slack.app), health, alert_hooks(settings, slack)), port)
         else:
             handler = SocketModeHandler(slack.app, token)
             try:
@@ -46,6 +49,24 @@ def serve_slack(settings: Settings, http: bool, port: int, started: Callable[[Sl
         pass
     finally:
         slack.close()
+
+
+def alert_hooks(settings: Settings, slack: SlackApp) -> AlertHooks:
+    """The alert webhooks: an endpoint whose credentials are not set refuses everything (404)."""
+    secrets = settings.pagerduty_webhook_secrets.get_secret_value() if settings.pagerduty_webhook_secrets else ""
+    try:
+        auth = AlertAuth(
+            alertmanager_token=settings.alertmanager_token,
+            alertmanager_user=settings.alertmanager_user,
+            alertmanager_password=settings.alertmanager_password,
+            pagerduty_secrets=tuple(SecretStr(s.strip()) for s in secrets.split(",") if s.strip()),
+        )
+    except ValidationError as exc:
+        problems = "; ".join(error["msg"] for error in exc.errors())
+        raise StartupError(
+            f"alert webhook credentials (ALERTMANAGER_*, PAGERDUTY_WEBHOOK_SECRETS): {problems}"
+        ) from exc
+    return AlertHooks(auth, slack.alerts.queue.take)
 
 
 def _exit(signum: int, frame: FrameType | None) -> None:

@@ -57,8 +57,9 @@ def run_cli(env: dict[str, str], args: tuple[str, ...] = ("serve", "--http"), ti
 class ServeProcess:
     """`opsbot serve --http` on `port` (a free one by default), ready once /healthz says 200."""
 
-    def __init__(self, env: dict[str, str], port: int | None = None) -> None:
+    def __init__(self, env: dict[str, str], port: int | None = None, config: Path = SAMPLE_CONFIG) -> None:
         self.port = port if port is not None else free_port()
+        self.config = config
         self.env = {**base_env(), "PORT": str(self.port), **env}
         self.process: subprocess.Popen[bytes] | None = None
         # A file, not a pipe: nobody reads a pipe while the server runs, and a full one would block it.
@@ -78,7 +79,7 @@ class ServeProcess:
     def start(self) -> None:
         self._stderr = tempfile.TemporaryFile(prefix="opsbot-serve-")
         self.process = subprocess.Popen(
-            command("serve", "--http"),
+            command("serve", "--http", config=self.config),
             env=self.env,
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
@@ -110,6 +111,12 @@ class ServeProcess:
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
+
+    def kill(self) -> None:
+        """SIGKILL: the process dies mid-work, as on an OOM kill or a lost machine."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
 
     def output(self) -> str:
         """Everything the process wrote so far (stdout and stderr), for failure messages."""

@@ -18,7 +18,7 @@ from bot.loop import Agent
 from bot.memory_redis import RedisMemory
 from bot.slack.app import SlackApp, build_slack_app
 from config.policy import Policy
-from config.settings import LoopLimits, MemorySettings, Settings, SlackSettings
+from config.settings import AlertSettings, LoopLimits, MemorySettings, Settings, SlackSettings
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import ModelServer
 from tests.fakes.slack_api import SlackApi
@@ -34,6 +34,7 @@ def stack_settings(
     policy: Policy,
     model: ModelServer | None,
     memory: MemorySettings | None = None,
+    alerts: AlertSettings | None = None,
     **slack_settings: Any,
 ) -> Settings:
     return Settings(
@@ -47,6 +48,7 @@ def stack_settings(
         loop=LoopLimits(tool_retry_backoff_s=0.01),
         memory=memory or MemorySettings(lock_wait_s=30),
         slack=SlackSettings(**slack_settings),
+        alerts=alerts or AlertSettings(channel="CALERTS"),
     )
 
 
