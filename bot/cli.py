@@ -22,6 +22,7 @@ from config.policy import Policy, Principal
 from config.runbooks import load_runbooks
 from config.settings import SAMPLE_CONFIG, Settings
 from tools.logs import log_files
+from tools.runbooks import runbook_arg_problems
 
 # The terminal's user is whoever runs the process: the OS account is the identity policy sees.
 TERMINAL_USER = Principal(platform="cli", user=getpass.getuser())
@@ -221,6 +222,12 @@ def check_config(ctx: click.Context, path: Path | None) -> None:
         runbooks = {**policy.runbooks, **(load_runbooks(policy.runbooks_dir, policy) if policy.runbooks_dir else {})}
     except ConfigError as exc:
         click.secho(str(exc), fg="red", err=True)
+        ctx.exit(1)
+    # Only the tools know their arguments, so this is checked here rather than when the files load.
+    problems = runbook_arg_problems(policy.model_copy(update={"runbooks": runbooks}))
+    for problem in problems:
+        click.secho(problem, fg="red", err=True)
+    if problems:
         ctx.exit(1)
     click.echo(
         f"{target}: ok – {len(policy.services)} service(s), {len(policy.commands)} command(s), "

@@ -118,7 +118,7 @@ class Hook:
         self.swappable = swappable
         self.base_url = base_url
         self.client = client
-        self.queue = AlertQueue(client, prefix="test:alerts")
+        self.queue = AlertQueue(client, owner="test", prefix="test:alerts")
         self.use(FULL_AUTH)
 
     @property

@@ -7,12 +7,15 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from config.check import ConfigError
-from config.policy_runbooks import ApprovalStep, BranchStep, ExplainStep, ToolStep
+from config.policy import Policy
+from config.policy_runbooks import ApprovalStep, BranchStep, ExplainStep, Runbook, ToolStep
 from config.runbooks import load_runbooks
 from config.settings import Settings
 from tests.conftest import SAMPLE_DIR
+from tools.runbooks import runbook_arg_problems
 
 HEAD = """\
 id: broken
@@ -137,3 +140,81 @@ def test_two_files_cannot_share_an_id(sample: Settings, tmp_path: Path) -> None:
         (tmp_path / name).write_text(HEAD + "  - id: a\n    explain: x\n")
     with pytest.raises(ConfigError, match="used by another file"):
         load_runbooks(tmp_path, sample.policy)
+
+
+# ---------------------------------------------------------------- arguments against the tools' own models
+
+TYPED_HEAD = """\
+id: typed
+description: a runbook whose step arguments the tools check
+params:
+  service: {enum: [checkout, payments]}
+  lines: {pattern: "[0-9]{1,3}", default: "20"}
+steps:
+"""
+
+ARG_MISTAKES = [
+    ("tool: query_logs\n    args: {service: checkout, levl: ERROR}", "args.levl: Extra inputs are not permitted"),
+    ("tool: query_logs\n    args: {service: checkout, limit: lots}", "args.limit: Input should be a valid integer"),
+    (
+        "tool: run_command\n    args: {command: restart, params: {service: checkout}, reason: flaky}",
+        "args.reason: Extra inputs are not permitted",
+    ),
+    ("tool: run_command\n    args: {command: uptime, params: [a]}", "args.params: Input should be a valid dictionary"),
+]
+ARG_MISTAKE_IDS = ["misspelt key", "text for a number", "unknown run_command key", "params not a mapping"]
+
+
+def _with_runbook(policy: Policy, text: str) -> Policy:
+    # Built straight from the YAML, past load_runbooks: a mistake it also refuses must still be found here.
+    runbook = Runbook.model_validate(yaml.safe_load(text))
+    return policy.model_copy(update={"runbooks": {runbook.id: runbook}})
+
+
+def test_the_sample_runbooks_fit_their_tools(sample: Settings) -> None:
+    assert runbook_arg_problems(sample.policy) == []
+
+
+@pytest.mark.parametrize(("step", "problem"), ARG_MISTAKES, ids=ARG_MISTAKE_IDS)
+def test_an_argument_the_tool_refuses_is_a_problem_naming_runbook_step_and_field(
+    sample: Settings, step: str, problem: str
+) -> None:
+    problems = runbook_arg_problems(_with_runbook(sample.policy, TYPED_HEAD + f"  - id: look\n    {step}\n"))
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(f"runbook typed, step look: {problem}"), problems
+
+
+@pytest.mark.parametrize(
+    ("step", "shown"),
+    [(step, f"runbook typed, step look: {problem}") for step, problem in ARG_MISTAKES[:3]]
+    # A params that is not a mapping is refused already when the files load, at its line.
+    + [(ARG_MISTAKES[3][0], "typed.yaml:9: steps[0].args.params: params is a mapping")],
+    ids=ARG_MISTAKE_IDS,
+)
+def test_check_config_fails_on_an_argument_the_tool_refuses(tmp_path: Path, step: str, shown: str) -> None:
+    from click.testing import CliRunner
+
+    from bot.cli import main
+
+    shutil.copytree(SAMPLE_DIR, tmp_path / "sample")
+    config = tmp_path / "sample" / "opsbot.yaml"
+    (tmp_path / "sample" / "runbooks" / "typed.yaml").write_text(TYPED_HEAD + f"  - id: look\n    {step}\n")
+    done = CliRunner().invoke(main, ["check-config", str(config)])
+    assert done.exit_code == 1 and shown in done.output, done.output
+    assert ": ok" not in done.output
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        'tool: query_logs\n    args: {service: checkout, limit: "{params.lines}"}',
+        'tool: query_logs\n    args: {service: "{params.service}", level: ERROR}',
+        'tool: read_config\n    args: {name: "{params.service}", key: db.primary.pool_size}',
+        'tool: run_command\n    args: {command: restart, params: {service: "{params.service}"}}',
+    ],
+    ids=["templated limit", "templated required service", "templated required name", "templated command param"],
+)
+def test_a_templated_argument_waits_for_the_run(sample: Settings, tmp_path: Path, step: str) -> None:
+    (tmp_path / "typed.yaml").write_text(TYPED_HEAD + f"  - id: look\n    {step}\n")
+    runbooks = load_runbooks(tmp_path, sample.policy)
+    assert runbook_arg_problems(sample.policy.model_copy(update={"runbooks": runbooks})) == []

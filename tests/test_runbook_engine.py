@@ -3,6 +3,7 @@ recorded in both stores, with approvals, failures, restarts and two processes on
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -590,8 +591,27 @@ def test_two_processes_starting_the_same_run_id_run_it_once(
     assert engines[0].store.load("alert-a1").status == "succeeded"  # type: ignore[union-attr]
 
 
-def test_a_run_left_mid_step_by_a_dead_process_is_continued_from_that_step(
+def test_a_slow_step_of_a_live_process_keeps_its_run(
     new_store: Callable[[], RunStore], sample: Settings, probe: Probe
+) -> None:
+    book = probe_book(
+        "long",
+        {"id": "a", "tool": "list_services", "args": {"mode": "block", "tag": "a"}, "timeout_s": 30},
+    )
+    policy = with_runbooks(sample.policy, book)
+    engine_a = make_engine(policy, new_store(), probe, Recorder(), lease_ttl_s=0.3)
+    process_a = threading.Thread(target=lambda: engine_a.start("long", {}, {}, run_id="r1"))
+    process_a.start()
+    assert probe.entered.wait(5)
+    time.sleep(1.0)  # three times the lease: renewed while the step runs
+    assert make_engine(policy, new_store(), probe, Recorder()).recover() == []
+    probe.release.set()
+    process_a.join(10)
+    assert probe.calls == {"a": 1}
+
+
+def test_a_run_left_mid_step_by_a_dead_process_is_continued_from_that_step(
+    new_store: Callable[[], RunStore], sample: Settings, probe: Probe, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     book = probe_book(
         "long",
@@ -602,6 +622,8 @@ def test_a_run_left_mid_step_by_a_dead_process_is_continued_from_that_step(
     policy = with_runbooks(sample.policy, book)
     a_recorder = Recorder()
     engine_a = make_engine(policy, new_store(), probe, a_recorder, lease_ttl_s=0.3)
+    # A dead (or frozen) process renews nothing: its lease runs out while "its" step hangs.
+    monkeypatch.setattr(engine_a, "_lease_kept", lambda *args: contextlib.nullcontext())
     left: list[RunRecord] = []
     process_a = threading.Thread(target=lambda: left.append(engine_a.start("long", {}, {}, run_id="r1")))
     process_a.start()

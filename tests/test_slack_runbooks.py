@@ -192,6 +192,7 @@ def test_a_resolved_alert_cancels_what_waits_and_says_so(make_stack, sample) -> 
     [resolved] = alerts_of("alertmanager_resolved")
     deliver(stack, resolved)
     wait(stack, lambda: any("Resolved" in t for t in thread_texts(stack, "CALERTS", root["ts"])))
+    wait(stack, lambda: "resolved)" in json.dumps(stack.slack.messages("CALERTS")[0]["blocks"]))
     click(stack, message, approve=True, user="U2")
     wait(stack, lambda: stack.slack.ephemerals("CALERTS"))
     assert "Nothing was decided" in stack.slack.ephemerals("CALERTS")[0]["text"]
@@ -251,3 +252,74 @@ def test_a_mention_can_run_a_runbook_in_its_thread(make_stack) -> None:
     stack.event(mention)
     wait(stack, lambda: run_ended(stack, "C5", mention["ts"]))
     assert any("`mount`" in t for t in thread_texts(stack, "C5", mention["ts"]))
+
+
+# What a review found: each of these once went wrong.
+
+
+def test_a_resolve_handled_before_its_firing_runs_nothing(make_stack, sample) -> None:
+    stack = make_stack(policy=gated_policy(sample.policy))
+    [firing], [resolved] = alerts_of("alertmanager_firing"), alerts_of("alertmanager_resolved")
+    stack.built.alerts.handle(resolved)  # another process, or a worker, got to it first
+    deliver(stack, firing)
+    wait(stack, lambda: stack.slack.messages("CALERTS"))
+    time.sleep(1.0)
+    [root] = stack.slack.messages("CALERTS")
+    assert "resolved before it was handled" in json.dumps(root["blocks"])
+    assert stack.slack.replies("CALERTS", root["ts"]) == [], "no run, no approval request"
+
+
+def test_a_trigger_label_the_alert_lacks_refuses_the_run(make_stack) -> None:
+    stack = make_stack()
+    [alert] = alerts_of("alertmanager_firing")
+    deliver(stack, alert.model_copy(update={"labels": {"alertname": "HighErrorRate"}, "delivery": "no-service"}))
+    wait(stack, lambda: stack.slack.messages("CALERTS"))
+    root = stack.slack.messages("CALERTS")[0]
+    wait(stack, lambda: stack.slack.replies("CALERTS", root["ts"]))
+    note = stack.slack.replies("CALERTS", root["ts"])[0]["text"]
+    assert "was not run" in note and "'service'" in note
+
+
+def test_alert_text_is_redacted_and_its_link_cannot_add_a_mention(make_stack) -> None:
+    stack = make_stack(model=False)
+    [alert] = alerts_of("alertmanager_disk_filling")
+    hostile = alert.model_copy(
+        update={
+            "labels": {"alertname": "Other"},
+            "annotations": {"summary": "db password=hunter22 leaked"},
+            "url": "https://grafana.example.com/d|click me> <!channel> <https://evil.example.com",
+            "delivery": "redact-1",
+        }
+    )
+    deliver(stack, hostile)
+    wait(stack, lambda: stack.slack.messages("CALERTS"))
+    shown = json.dumps(stack.slack.messages("CALERTS"))
+    assert "hunter22" not in shown and "<!channel>" not in shown and "|click me>" not in shown
+
+
+def test_an_alert_whose_post_fails_is_tried_again_and_posted_once(make_stack) -> None:
+    stack = make_stack(model=False)
+    stack.slack.fail("chat.postMessage", status=500, times=6)
+    [alert] = alerts_of("alertmanager_disk_filling")
+    deliver(stack, alert.model_copy(update={"labels": {"alertname": "Other"}, "delivery": "retry-1"}))
+    wait(stack, lambda: stack.slack.messages("CALERTS"), timeout=30)
+    time.sleep(1.0)
+    assert len(stack.slack.messages("CALERTS")) == 1
+
+
+def test_a_waiting_runs_lost_question_is_shown_again_after_a_restart(make_stack, sample) -> None:
+    stack = make_stack(policy=gated_policy(sample.policy))
+    stack.slack.fail("chat.postMessage", status=400, error="invalid_blocks", times=1)  # the question's post fails
+    mention = payloads.app_mention("<@UBOT> runbook run gated", channel="C5")
+    stack.event(mention)
+    assert stack.slack.wait_for(lambda: stack.slack.calls("chat.postMessage"), 10)
+    time.sleep(0.5)
+    assert stack.slack.replies("C5", mention["ts"]) == []
+    for run in stack.built.engine.recover():  # what the periodic recovery does
+        stack.built.reporter.reshow(run)
+    message = approval_of(stack, "C5", mention["ts"])
+    for run in stack.built.engine.recover():
+        stack.built.reporter.reshow(run)
+    time.sleep(0.3)
+    asked = [m["ts"] for m in stack.slack.replies("C5", mention["ts"]) if "Approval needed" in m["text"]]
+    assert asked == [message["ts"]], "shown once, not once per recovery"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
@@ -305,6 +306,25 @@ def test_a_hung_tool_times_out_after_its_retries() -> None:
     assert outcome.attempts == 2
     assert len(started) == 2
     assert elapsed < 1.0
+
+
+def test_a_ceiling_cuts_a_tools_own_longer_timeout() -> None:
+    release = threading.Event()
+
+    def slow() -> str:
+        """Slow."""
+        release.wait(10)
+        return "too late"
+
+    tool = dataclasses.replace(from_function(slow), timeout_s=30.0)  # a tool with its own, longer deadline
+    try:
+        begun = time.monotonic()
+        retry = RetryPolicy(timeout_s=30, retries=0, backoff_s=0.01, ceiling_s=0.2)
+        outcome = Executor(Registry([tool]), retry).run_one(ToolCall("1", "slow", "{}"))
+        elapsed = time.monotonic() - begun
+    finally:
+        release.set()
+    assert outcome.result.status == "timeout" and elapsed < 1.0, "a runbook step's timeout_s wins"
 
 
 def test_run_many_runs_concurrently_and_keeps_call_order() -> None:

@@ -42,9 +42,10 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    timeout_s: float = 30.0
+    timeout_s: float = 30.0  # for tools that set no timeout of their own
     retries: int = 2
     backoff_s: float = 0.2
+    ceiling_s: float | None = None  # no attempt waits longer, whatever the tool's own timeout (runbook steps)
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,8 @@ class Executor:
         worker = threading.Thread(target=target, name=f"tool-{tool.name}", daemon=True)
         worker.start()
         limit = tool.timeout_s if tool.timeout_s is not None else self.retry.timeout_s
+        if self.retry.ceiling_s is not None:
+            limit = min(limit, self.retry.ceiling_s)
         worker.join(limit)
         if worker.is_alive():
             return ToolResult.failure(

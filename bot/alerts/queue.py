@@ -2,8 +2,9 @@
 
 `take` marks a delivery as seen and queues its alert in one step (a Lua script): a delivery is
 queued once however often it is sent, and a failure queues nothing and marks nothing, so the
-sender's retry is not mistaken for a duplicate. Workers move an alert to a processing list while
-they handle it; what a dead worker left there is queued again when a process starts.
+sender's retry is not mistaken for a duplicate. A worker moves the alert it handles to its own
+process's list; a process proves it is alive with a key it keeps refreshing, and what a process
+that stopped refreshing left in its list goes back to the queue (`requeue_orphans`).
 """
 
 from __future__ import annotations
@@ -21,10 +22,15 @@ redis.call('rpush', KEYS[1], ARGV[1])
 return 1
 """
 
+ALIVE_TTL_S = 30
+
 
 class AlertQueue:
-    def __init__(self, client: redis.Redis, prefix: str = "opsbot:alerts", seen_ttl_s: int = 7 * 24 * 3600) -> None:
+    def __init__(
+        self, client: redis.Redis, owner: str, prefix: str = "opsbot:alerts", seen_ttl_s: int = 30 * 24 * 3600
+    ) -> None:
         self.redis = client
+        self.owner = owner
         # One hash tag for every key, so the script works on Redis Cluster too.
         self.base = prefix + ":{alerts}"
         self.seen_ttl_s = seen_ttl_s
@@ -36,23 +42,35 @@ class AlertQueue:
         return bool(self._take(keys=keys, args=[alert.model_dump_json(), self.seen_ttl_s]))
 
     def next(self, wait_s: int = 1) -> str | None:
-        """The oldest queued alert, now marked as being handled; None after `wait_s` without one."""
-        raw = self.redis.blmove(f"{self.base}:pending", f"{self.base}:processing", wait_s, "LEFT", "RIGHT")
+        """The oldest queued alert, now this process's to handle; None after `wait_s` without one."""
+        raw = self.redis.blmove(f"{self.base}:pending", self._mine(), wait_s, "LEFT", "RIGHT")
         return str(raw) if raw is not None else None
 
     def done(self, raw: str) -> None:
-        self.redis.lrem(f"{self.base}:processing", 1, raw)
+        self.redis.lrem(self._mine(), 1, raw)
 
     def give_back(self, raw: str) -> None:
-        """Put an alert taken with `next` back at the head of the queue, unhandled."""
+        """Put an alert this process could not handle (now) at the end of the queue."""
         with self.redis.pipeline(transaction=True) as pipe:
-            pipe.lrem(f"{self.base}:processing", 1, raw)
-            pipe.lpush(f"{self.base}:pending", raw)
+            pipe.lrem(self._mine(), 1, raw)
+            pipe.rpush(f"{self.base}:pending", raw)
             pipe.execute()
 
-    def requeue_unfinished(self) -> int:
-        """Queue again what workers were handling when their process stopped."""
+    def alive(self) -> None:
+        """Say this process still works on what it took; call more often than ALIVE_TTL_S."""
+        self.redis.set(f"{self.base}:alive:{self.owner}", "1", ex=ALIVE_TTL_S)
+
+    def requeue_orphans(self) -> int:
+        """Queue again what processes that stopped (no alive key) were handling."""
         moved = 0
-        while self.redis.lmove(f"{self.base}:processing", f"{self.base}:pending", "RIGHT", "LEFT"):
-            moved += 1
+        start = f"{self.base}:processing:"
+        for key in list(self.redis.scan_iter(start + "*", count=100)):
+            owner = str(key).removeprefix(start)
+            if owner == self.owner or self.redis.exists(f"{self.base}:alive:{owner}"):
+                continue
+            while self.redis.lmove(str(key), f"{self.base}:pending", "RIGHT", "LEFT"):
+                moved += 1
         return moved
+
+    def _mine(self) -> str:
+        return f"{self.base}:processing:{self.owner}"

@@ -26,9 +26,11 @@ import json
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
 
@@ -320,14 +322,15 @@ class RunbookEngine:
         self._claim(run, record)
         self._tell("step_started", run, record)
         # Held for as long as the command may take: a process starting meanwhile must not mark a
-        # write that is still running as interrupted. (Read steps are only renewed between steps:
-        # one outlasting the lease may be run again by a recovering process, which is harmless.)
+        # write that is still running as interrupted, even if this process stalls between renewals.
         self._keep_lease(run.id, token, self.lease_ttl_s + checked.spec.timeout_s)
         try:
             result = redact_result(run_approved(self.policy, request, by, now))
         except Exception as exc:  # noqa: BLE001 - the claim is stored: the step must end, not hang as running
             log.exception("approved command %s of run %s raised", request.command, run.id)
-            result = ToolResult.failure(ErrorType.failed, f"{request.command} failed: {type(exc).__name__}: {exc}")
+            result = redact_result(
+                ToolResult.failure(ErrorType.failed, f"{request.command} failed: {type(exc).__name__}: {exc}")
+            )
         record.attempts = 1  # the call that asked for approval ran nothing
         record.note = f"approved by {by.user}"
         try:
@@ -389,14 +392,15 @@ class RunbookEngine:
             self._keep_lease(run.id, token)
             step = runbook.steps[run.current]
             run.executed += 1
-            if isinstance(step, ToolStep):
-                self._tool(run, runbook, step)
-            elif isinstance(step, BranchStep):
-                self._branch(run, runbook, step)
-            elif isinstance(step, ApprovalStep):
-                self._gate(run, step)
-            else:
-                self._explain(run, step)
+            with self._lease_kept(run.id, token):
+                if isinstance(step, ToolStep):
+                    self._tool(run, runbook, step)
+                elif isinstance(step, BranchStep):
+                    self._branch(run, runbook, step)
+                elif isinstance(step, ApprovalStep):
+                    self._gate(run, step)
+                else:
+                    self._explain(run, step)
         return run
 
     def _begin(self, run: RunRecord, kind: StepKind, status: Literal["running", "waiting", "ok"]) -> StepRecord:
@@ -420,7 +424,7 @@ class RunbookEngine:
                 ErrorType.invalid_args, str(exc), hint="the runbook's template names something this run does not have"
             )
         else:
-            retry = RetryPolicy(step.timeout_s, step.retries, self.executor.retry.backoff_s)
+            retry = RetryPolicy(step.timeout_s, step.retries, self.executor.retry.backoff_s, ceiling_s=step.timeout_s)
             call = ToolCall(f"{run.id}:{step.id}", step.tool, json.dumps(args))
             outcome = Executor(self.executor.registry, retry, max_parallel=1).run_one(call, run.requested_by)
             result = outcome.result
@@ -601,6 +605,28 @@ class RunbookEngine:
                 return False
             time.sleep(0.05)
         return True
+
+    @contextmanager
+    def _lease_kept(self, run_id: str, token: str) -> Iterator[None]:
+        """Renew the lease while a step runs: a slow command or model must not look like a dead
+        process to another one's recover(), which would run the step again beside it."""
+        done = threading.Event()
+
+        def renew() -> None:
+            while not done.wait(self.lease_ttl_s / 3):
+                try:
+                    if not self.store.renew(run_id, token, self.lease_ttl_s):
+                        return  # lost (cancelled or taken over): the step's save will say so
+                except RunStoreUnavailable as exc:
+                    log.warning("could not renew the lease of run %s: %s", run_id, exc)
+
+        keeper = threading.Thread(target=renew, name=f"lease-{run_id}", daemon=True)
+        keeper.start()
+        try:
+            yield
+        finally:
+            done.set()
+            keeper.join()
 
     def _token(self) -> str:
         # One token per operation: two threads of this process never share a lease.

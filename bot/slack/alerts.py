@@ -1,12 +1,18 @@
 """Alerts into Slack: the alert posted in its channel, the matching runbook run in its thread.
 
 The webhook only queues (bot/alerts/queue.py, in Redis, so it answers at once and an accepted
-alert survives a restart); workers here take alerts off the queue. Handling an alert twice is harmless: the
-run id comes from the delivery (one run, whoever starts it) and every post is marked, so a
-worker that died mid-alert is simply followed by one that does it again.
+alert survives a restart); one worker per process takes alerts off the queue in order and hands
+runs to the worker pool, so a slow runbook never holds up the next alert. Handling an alert
+again (after a crash, or a failure) is harmless: the run id comes from the delivery (one run,
+whoever starts it) and every post is marked and looked for before posting again.
+
+A resolved alert leaves a tombstone: a firing notification of the same episode handled after it
+(another process, a retry) posts the alert as resolved and runs nothing; a run started just
+before the tombstone is cancelled as soon as it is seen.
 
 Alert text is untrusted: labels fill runbook parameters only through a trigger's mapping and the
-parameters' types; annotations are shown (escaped) and given to the model as delimited data.
+parameters' types; annotations are shown redacted and escaped, and given to the model as
+delimited data.
 """
 
 from __future__ import annotations
@@ -15,18 +21,21 @@ import hashlib
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable
+from urllib.parse import quote
 
 import redis
 from slack_sdk import WebClient
 
 from bot.alerts.models import Alert
-from bot.alerts.queue import AlertQueue
+from bot.alerts.queue import ALIVE_TTL_S, AlertQueue
 from bot.prompts import alert_first_look
 from bot.runbooks.engine import RunbookEngine, RunRefused
 from bot.slack.blocks import Block, escape, section
+from bot.slack.delivery import WorkerPool
 from bot.slack.jobs import Job, ThreadRef
-from bot.slack.posting import PostFailed, post_once
+from bot.slack.posting import PostFailed, post_once, replace
 from config.policy import Policy
 from config.policy_base import Principal
 from config.policy_runbooks import Runbook, Trigger
@@ -36,9 +45,9 @@ from tools.redact import redact_text
 log = logging.getLogger("opsbot.alerts")
 
 _THREAD_TTL_S = 7 * 24 * 3600
-# How long a worker may take over one alert before another may try again (runs wait for people
-# without holding it: a run waiting for approval has left `handle` long before).
-_CLAIM_TTL_S = 300
+_RETRY_PAUSE_S = 2.0
+# An approved command in flight cannot be stopped halfway: a resolve waits this long for it.
+_CANCEL_PATIENCE_S = 600.0
 
 
 class AlertRouter:
@@ -48,48 +57,37 @@ class AlertRouter:
         engine: RunbookEngine,
         client: WebClient,
         store: redis.Redis,
+        pool: WorkerPool,
         settings: AlertSettings,
         team: str,
         first_look: Callable[[Job], None] | None,
+        owner: str,
         prefix: str = "opsbot:alerts",
     ) -> None:
         self.policy = policy
         self.engine = engine
         self.client = client
         self.redis = store
+        self.pool = pool
         self.settings = settings
         self.team = team
         self.first_look = first_look
         self.prefix = prefix
-        self.queue = AlertQueue(store, prefix)
+        self.queue = AlertQueue(store, owner, prefix)
         self._stop = threading.Event()
-        self._workers: list[threading.Thread] = []
+        self._worker: threading.Thread | None = None
 
-    def start(self, workers: int = 2) -> None:
-        # What a dead process was handling is handled again; see the module docstring for why that is safe.
-        self.queue.requeue_unfinished()
-        for n in range(workers):
-            worker = threading.Thread(target=self._work, name=f"opsbot-alerts-{n}", daemon=True)
-            worker.start()
-            self._workers.append(worker)
+    def start(self) -> None:
+        self._worker = threading.Thread(target=self._work, name="opsbot-alerts", daemon=True)
+        self._worker.start()
 
     def stop(self) -> None:
-        """Stop taking alerts; one being handled is finished first."""
+        """Stop taking alerts; the one being handled is finished first."""
         self._stop.set()
-        for worker in self._workers:
-            worker.join(timeout=10)
+        if self._worker is not None:
+            self._worker.join(timeout=10)
 
     def handle(self, alert: Alert) -> None:
-        """Handle an alert once: a claim in Redis keeps two workers (or processes) apart; after a
-        crash the claim lapses and the alert is handled again, finding what was already posted."""
-        claim = f"{self.prefix}:handled:{alert.delivery}"
-        if not self.redis.set(claim, "working", nx=True, ex=_CLAIM_TTL_S):
-            log.info("alert %r is handled elsewhere", alert.title)
-            return
-        self._handle(alert)
-        self.redis.set(claim, "done", ex=_THREAD_TTL_S)
-
-    def _handle(self, alert: Alert) -> None:
         if alert.status == "resolved":
             self._resolved(alert)
             return
@@ -98,13 +96,14 @@ class AlertRouter:
         if channel is None:
             log.error("alert %r has no channel: set alerts.channel or a trigger's channel", alert.title)
             return
+        episode = self._resolved_episode(alert)
         root = post_once(
             self.client,
             channel,
             None,
             f"alert:{alert.delivery}",
-            f"🚨 {escape(alert.title)}",
-            _alert_blocks(alert),
+            escape(f"🚨 {redact_text(alert.title)}"),
+            _alert_blocks(alert, resolved=episode),
             kind="opsbot_alert",
             check_first=True,
         )
@@ -112,6 +111,8 @@ class AlertRouter:
         run_id = "alert-" + hashlib.sha256(alert.delivery.encode()).hexdigest()[:24]
         remembered = {"team": thread.team, "channel": channel, "thread_ts": root, "run": run_id if match else ""}
         self.redis.set(f"{self.prefix}:thread:{alert.key}", json.dumps(remembered), ex=_THREAD_TTL_S)
+        if episode:
+            return
         if match is not None:
             self._run(alert, match[0], match[1], thread, run_id)
         elif self.settings.first_look and self.first_look is not None:
@@ -121,40 +122,70 @@ class AlertRouter:
                     id=f"alert:{alert.delivery}",
                     thread=thread,
                     user=alert.source,
-                    text=alert_first_look(alert.title, redact_text(details)),
+                    text=alert_first_look(redact_text(alert.title), redact_text(details)),
                     principal=Principal(platform="webhook", user=alert.source, team=self.team, channel=channel),
                     ts=root,
                 )
             )
 
     def _run(self, alert: Alert, runbook: Runbook, trigger: Trigger, thread: ThreadRef, run_id: str) -> None:
-        params = {param: alert.labels[label] for param, label in trigger.params.items() if label in alert.labels}
-        origin = {"team": thread.team, "channel": thread.channel, "thread_ts": thread.thread_ts, "alert": alert.key}
-        try:
-            self.engine.start(
-                runbook.id,
-                params,
-                origin,
-                run_id=run_id,
-                requested_by=Principal(platform="webhook", user=alert.source, team=self.team),
+        missing = sorted(label for label in trigger.params.values() if label not in alert.labels)
+        if missing:
+            # A default standing in for a label the alert lacks could point a run at the wrong service.
+            self._say(
+                thread,
+                f"{run_id}:refused",
+                f"Runbook `{runbook.id}` was not run: the alert has no label "
+                f"{', '.join(repr(m) for m in missing)}, which its trigger maps to a parameter.",
             )
-        except RunRefused as exc:
-            self._say(thread, f"{run_id}:refused", f"Runbook `{runbook.id}` was not run: {exc}")
+            return
+        params = {param: alert.labels[label] for param, label in trigger.params.items()}
+        origin = {"team": thread.team, "channel": thread.channel, "thread_ts": thread.thread_ts, "alert": alert.key}
+        requested_by = Principal(platform="webhook", user=alert.source, team=self.team)
+
+        def run() -> None:
+            try:
+                self.engine.start(runbook.id, params, origin, run_id=run_id, requested_by=requested_by)
+            except RunRefused as exc:
+                self._say(thread, f"{run_id}:refused", f"Runbook `{runbook.id}` was not run: {exc}")
+                return
+            if self._resolved_episode(alert):
+                self._cancel(run_id)  # resolved while it started
+
+        if not self.pool.submit(run):
+            run()  # every worker busy: this alert's run goes on here rather than wait or be lost
 
     def _resolved(self, alert: Alert) -> None:
+        self.redis.set(f"{self.prefix}:resolved:{alert.key}", _episode(alert), ex=_THREAD_TTL_S)
         raw = self.redis.get(f"{self.prefix}:thread:{alert.key}")
         if not raw:
-            log.info("resolved alert %r was never seen firing here; nothing to update", alert.title)
+            log.info("resolved alert %r not seen firing yet; a late firing notification will run nothing", alert.title)
             return
         known = json.loads(raw)
         thread = ThreadRef(team=known["team"], channel=known["channel"], thread_ts=known["thread_ts"])
+        note = f"✅ Resolved: {redact_text(alert.title)}."
         if known.get("run"):
-            self.engine.cancel(known["run"], "the alert resolved")
-        self._say(
-            thread,
-            f"resolved:{alert.delivery}",
-            f"✅ Resolved: {alert.title}. Pending approvals of this alert are cancelled.",
-        )
+            note += " What its runbook still waited for is cancelled."
+            if not self.pool.submit(lambda: self._cancel(known["run"])):
+                self._cancel(known["run"])
+        self._say(thread, f"resolved:{alert.delivery}", note)
+        replace(self.client, thread.channel, thread.thread_ts, escape(note), _alert_blocks(alert, resolved=False))
+
+    def _cancel(self, run_id: str) -> None:
+        deadline = time.monotonic() + _CANCEL_PATIENCE_S
+        while True:
+            try:
+                self.engine.cancel(run_id, "the alert resolved")
+                return
+            except RunRefused as exc:  # an approved command is running: cancel right after it
+                if time.monotonic() >= deadline or self._stop.wait(_RETRY_PAUSE_S):
+                    log.warning("run %s not cancelled: %s", run_id, exc)
+                    return
+
+    def _resolved_episode(self, alert: Alert) -> bool:
+        """Whether this alert's episode (same alert, same start) was already resolved."""
+        tomb = self.redis.get(f"{self.prefix}:resolved:{alert.key}")
+        return tomb is not None and (str(tomb) == _episode(alert) or not str(tomb) or alert.starts_at is None)
 
     def _match(self, alert: Alert) -> tuple[Runbook, Trigger] | None:
         for runbook in sorted(self.policy.runbooks.values(), key=lambda r: r.id):
@@ -165,37 +196,60 @@ class AlertRouter:
 
     def _say(self, thread: ThreadRef, marker: str, text: str) -> None:
         try:
-            post_once(self.client, thread.channel, thread.thread_ts, marker, escape(text), kind="opsbot_alert_note")
+            post_once(
+                self.client,
+                thread.channel,
+                thread.thread_ts,
+                marker,
+                escape(text),
+                kind="opsbot_alert_note",
+                check_first=True,
+            )
         except PostFailed as exc:
             log.error("could not post to alert thread %s: %s", thread.key, exc.error)
 
     def _work(self) -> None:
+        last_sweep = 0.0
         while not self._stop.is_set():
+            raw = None
             try:
+                if time.monotonic() - last_sweep >= ALIVE_TTL_S / 3:
+                    self.queue.alive()
+                    self.queue.requeue_orphans()
+                    last_sweep = time.monotonic()
                 raw = self.queue.next()
-            except redis.RedisError as exc:
-                log.warning("alert queue unreachable (%s); retrying", exc)
-                self._stop.wait(2)
-                continue
-            if raw is None:
-                continue
-            if self._stop.is_set():
-                self.queue.give_back(raw)  # taken while stopping: another process handles it
-                return
-            try:
+                if raw is None:
+                    continue
+                if self._stop.is_set():
+                    self.queue.give_back(raw)  # taken while stopping: another process handles it
+                    return
                 self.handle(Alert.model_validate_json(raw))
+                self.queue.done(raw)
             except Exception:
-                log.exception("alert handling failed; it is handled again when a process starts")
-                continue
-            self.queue.done(raw)
+                log.exception("alert handling failed; it is tried again shortly")
+                if raw is not None:
+                    try:
+                        self.queue.give_back(raw)
+                    except redis.RedisError:
+                        pass  # it stays this process's; once the process stops, another takes it over
+                self._stop.wait(_RETRY_PAUSE_S)
 
 
-def _alert_blocks(alert: Alert) -> list[Block]:
+def _episode(alert: Alert) -> str:
+    return alert.starts_at.isoformat() if alert.starts_at else ""
+
+
+def _alert_blocks(alert: Alert, resolved: bool) -> list[Block]:
     labels = ", ".join(f"{k}={v}" for k, v in sorted(alert.labels.items()))
-    lines = [f"🚨 *{escape(alert.title)}* ({alert.source}, {alert.status})", f"*Labels:* {escape(labels)}"]
-    lines += [f"*{escape(k)}:* {escape(v)}" for k, v in sorted(alert.annotations.items())]
+    state = "resolved before it was handled" if resolved else alert.status
+    lines = [
+        f"🚨 *{escape(redact_text(alert.title))}* ({alert.source}, {state})",
+        f"*Labels:* {escape(redact_text(labels))}",
+    ]
+    lines += [f"*{escape(k)}:* {escape(redact_text(v))}" for k, v in sorted(alert.annotations.items())]
     if alert.url:
-        lines.append(f"<{alert.url}|Open in {alert.source}>")
+        # Slack's link syntax ends at `|` or `>`: encoded, a URL cannot relabel itself or add a mention.
+        lines.append(f"<{quote(alert.url, safe=':/?#[]@!$&()*+,;=%~.-_')}|Open in {alert.source}>")
     if alert.notes:
         lines.append(f"_{escape('; '.join(alert.notes))}_")
     return [section("\n".join(lines))]

@@ -29,6 +29,7 @@ from bot.slack.principals import Directory
 from bot.slack.runbook_runs import RunDecisions, ThreadReporter
 from bot.slack.state import SlackState
 from config.settings import Settings
+from tools.runbooks import runbook_arg_problems
 
 log = logging.getLogger("opsbot.slack")
 
@@ -49,6 +50,7 @@ class SlackApp:
     identity: BotIdentity
     engine: RunbookEngine
     alerts: AlertRouter
+    reporter: ThreadReporter
 
     stopped: threading.Event = field(default_factory=threading.Event)
 
@@ -59,7 +61,8 @@ class SlackApp:
         def loop() -> None:
             while True:
                 try:
-                    self.engine.recover()
+                    for run in self.engine.recover():
+                        self.reporter.reshow(run)
                 except Exception:
                     log.exception("runbook recovery failed; trying again later")
                 if self.stopped.wait(every_s):
@@ -99,6 +102,9 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         raise StartupError(
             f"REDIS_URL: cannot reach Redis at {redis_url.split('@')[-1]}; Slack mode keeps its state there"
         )
+    problems = runbook_arg_problems(settings.policy)
+    if problems:
+        raise StartupError("OPSBOT_CONFIG: runbook steps the tools would refuse:\n  " + "\n  ".join(problems))
     agent = agent or build_agent(settings)
     app = App(
         client=client,
@@ -109,6 +115,7 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
     )
     pool = WorkerPool(settings.slack.workers, settings.slack.backlog)
     directory = Directory(client)
+    teams = frozenset({identity.team_id}) | settings.slack.allowed_teams
     # An approval's outcome continues the conversation through the same queues as a message.
     approvals = Approvals(
         client,
@@ -116,14 +123,14 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         settings.policy,
         lambda job: dispatcher.submit(job),
         settings.slack.max_output_chars,
-        teams=frozenset({identity.team_id}) | settings.slack.allowed_teams,
+        teams=teams,
     )
-    teams = frozenset({identity.team_id}) | settings.slack.allowed_teams
+    reporter = ThreadReporter(client, settings.slack.max_output_chars)
     engine = RunbookEngine(
         settings.policy,
         agent.executor,
         RedisRunStore(state.redis),
-        ThreadReporter(client, settings.slack.max_output_chars),
+        reporter,
         model_explainer(agent.model) if agent.model is not None else None,
         lease_ttl_s=settings.runbooks.lease_ttl_s,
     )
@@ -134,9 +141,11 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         engine,
         client,
         state.redis,
+        pool,
         settings.alerts,
         identity.team_id,
         dispatcher.submit if agent.model is not None else None,
+        owner=engine.owner,
     )
     intake = Intake(
         agent, client, settings.policy, state, dispatcher, directory, identity, settings.slack, settings.memory.ttl_s
@@ -146,7 +155,7 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
     actions.register(app, approvals, RunDecisions(engine, client, teams), pool, directory, state, settings.memory.ttl_s)
     dispatcher.start_janitor()
     alerts.start()
-    slack_app = SlackApp(app, dispatcher, pool, state, identity, engine, alerts)
+    slack_app = SlackApp(app, dispatcher, pool, state, identity, engine, alerts, reporter)
     slack_app.keep_recovering(settings.runbooks.recover_every_s)
     return slack_app
 

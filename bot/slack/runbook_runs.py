@@ -64,7 +64,19 @@ class ThreadReporter:
             blocks.append(section(f"```{cut.text}```"))
         self._post(run, f"{run.id}:{step.id}:{step.attempts}:{step.status}", escape(text), blocks)
 
-    def approval_needed(self, run: RunRecord, step: StepRecord, request: ApprovalRequest | Gate) -> None:
+    def reshow(self, run: RunRecord) -> None:
+        """Show a waiting run's question again unless it is in its thread already: after a
+        restart, a request whose post was lost would otherwise wait with no buttons to click."""
+        step = run.current_step
+        if run.status != "waiting" or step is None:
+            return
+        request = run.pending_approval or (Gate.model_validate(step.output) if isinstance(step.output, dict) else None)
+        if request is not None:
+            self.approval_needed(run, step, request, check_first=True)
+
+    def approval_needed(
+        self, run: RunRecord, step: StepRecord, request: ApprovalRequest | Gate, check_first: bool = False
+    ) -> None:
         if isinstance(request, ApprovalRequest):
             what = f"`{escape(shlex.join(request.argv))}` ({escape(request.command)}, changes things)"
         else:
@@ -90,9 +102,8 @@ class ThreadReporter:
                 ],
             },
         ]
-        self._post(
-            run, f"{run.id}:{step.id}:approval:{step.attempts}", f"Approval needed: {run.runbook} {step.id}", blocks
-        )
+        marker = f"{run.id}:{step.id}:approval:{run.executed}"
+        self._post(run, marker, f"Approval needed: {run.runbook} {step.id}", blocks, check_first)
 
     def run_finished(self, run: RunRecord) -> None:
         done = sum(1 for step in run.steps if step.status not in ("pending",))
@@ -106,10 +117,19 @@ class ThreadReporter:
         except (SlackApiError, URLError, OSError):
             pass
 
-    def _post(self, run: RunRecord, marker: str, text: str, blocks: list[Block]) -> None:
+    def _post(self, run: RunRecord, marker: str, text: str, blocks: list[Block], check_first: bool = False) -> None:
         thread = thread_of(run)
         try:
-            post_once(self.client, thread.channel, thread.thread_ts, marker, text, blocks, kind="opsbot_runbook")
+            post_once(
+                self.client,
+                thread.channel,
+                thread.thread_ts,
+                marker,
+                text,
+                blocks,
+                kind="opsbot_runbook",
+                check_first=check_first,
+            )
         except PostFailed as exc:
             log.error("runbook run %s: could not post %s: %s", run.id, marker, exc.error)
 
