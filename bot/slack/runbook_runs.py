@@ -45,11 +45,12 @@ class ThreadReporter:
         self.max_output_chars = max_output_chars
 
     def step_started(self, run: RunRecord, step: StepRecord) -> None:
+        self._status(run, f"running step {step.id}…")
+
+    def _status(self, run: RunRecord, text: str) -> None:
         thread = thread_of(run)
         try:
-            self.client.assistant_threads_setStatus(
-                channel_id=thread.channel, thread_ts=thread.thread_ts, status=f"running step {step.id}…"
-            )
+            self.client.assistant_threads_setStatus(channel_id=thread.channel, thread_ts=thread.thread_ts, status=text)
         except (SlackApiError, URLError, OSError):
             pass  # a status is a courtesy; channels without the assistant surface have none
 
@@ -80,7 +81,7 @@ class ThreadReporter:
         if isinstance(request, ApprovalRequest):
             what = f"`{escape(shlex.join(request.argv))}` ({escape(request.command)}, changes things)"
         else:
-            what = escape(str((step.output or {}).get("text") if isinstance(step.output, dict) else request.text))
+            what = escape(request.text)  # the engine fills the gate's parameters in
         # The question's key rides in the button: a late click cannot answer a later question.
         value = f"{run.id} {run.decision_key or ''}".strip()
         confirm = {
@@ -111,11 +112,7 @@ class ThreadReporter:
         if run.note:
             text += f" {run.note}"
         self._post(run, f"{run.id}:end", escape(text), [section(escape(text))])
-        thread = thread_of(run)
-        try:
-            self.client.assistant_threads_setStatus(channel_id=thread.channel, thread_ts=thread.thread_ts, status="")
-        except (SlackApiError, URLError, OSError):
-            pass
+        self._status(run, "")
 
     def _post(self, run: RunRecord, marker: str, text: str, blocks: list[Block], check_first: bool = False) -> None:
         thread = thread_of(run)
