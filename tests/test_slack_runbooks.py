@@ -31,6 +31,8 @@ def explaining(body: dict[str, Any]) -> Reply:
     asked = body["messages"][-1]["content"]
     if "Results:" in asked:
         return Reply(content="EXPLAINED: the steps were read")
+    if "take your time" in asked:
+        return Reply(content="done, slowly", delay_s=2.0)
     return Reply(content="FIRST LOOK: checked the logs")
 
 
@@ -38,11 +40,15 @@ def explaining(body: dict[str, Any]) -> Reply:
 def make_stack(redis_server, model_server, sample) -> Iterator[Make]:
     made: list[tuple[Stack, SlackApi]] = []
 
-    def make(policy: Policy | None = None, model: bool = True, alerts: AlertSettings | None = None) -> Stack:
+    def make(
+        policy: Policy | None = None, model: bool = True, alerts: AlertSettings | None = None, **slack_settings: Any
+    ) -> Stack:
         redis_server.flush()
         slack = SlackApi()
         server = model_server(explaining) if model else None
-        settings = stack_settings(slack, redis_server.url, policy or sample.policy, server, alerts=alerts)
+        settings = stack_settings(
+            slack, redis_server.url, policy or sample.policy, server, alerts=alerts, **slack_settings
+        )
         stack = Stack(slack, settings, server)
         made.append((stack, slack))
         return stack
@@ -323,3 +329,17 @@ def test_a_waiting_runs_lost_question_is_shown_again_after_a_restart(make_stack,
     time.sleep(0.3)
     asked = [m["ts"] for m in stack.slack.replies("C5", mention["ts"]) if "Approval needed" in m["text"]]
     assert asked == [message["ts"]], "shown once, not once per recovery"
+
+
+def test_an_alerts_first_look_is_not_refused_when_every_worker_is_busy(make_stack) -> None:
+    stack = make_stack(workers=1, backlog=0)
+    mention = payloads.app_mention("<@UBOT> take your time", channel="C5")
+    stack.event(mention)
+    assert stack.slack.wait_for(lambda: stack.slack.statuses("C5", mention["ts"]), 5)  # the one worker is taken
+    [alert] = alerts_of("alertmanager_disk_filling")
+    deliver(stack, alert.model_copy(update={"labels": {"alertname": "Other"}, "delivery": "busy-1"}))
+    wait(stack, lambda: stack.slack.messages("CALERTS"))
+    root = stack.slack.messages("CALERTS")[0]
+    wait(stack, lambda: stack.answers("CALERTS", root["ts"]))
+    assert "FIRST LOOK" in json.dumps(stack.answers("CALERTS", root["ts"]))
+    wait(stack, lambda: stack.answers("C5", mention["ts"]))

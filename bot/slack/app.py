@@ -144,7 +144,7 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         pool,
         settings.alerts,
         identity.team_id,
-        dispatcher.submit if agent.model is not None else None,
+        (lambda job: dispatcher.submit(job, here_when_full=True)) if agent.model is not None else None,
         owner=engine.owner,
     )
     intake = Intake(

@@ -90,19 +90,28 @@ class Dispatcher:
         self._active: dict[str, str] = {}  # thread -> drain token, for the heartbeat
         self._active_lock = threading.Lock()
 
-    def submit(self, job: Job) -> None:
-        if not self.pool.reserve():
+    def submit(self, job: Job, here_when_full: bool = False) -> None:
+        """Queue `job` for its thread. With every worker busy it is refused ("busy"), or, with
+        `here_when_full` (work nobody is waiting on an ack for, like an alert's first look), its
+        thread is drained in the calling thread instead."""
+        reserved = self.pool.reserve()
+        if not reserved and not here_when_full:
             self.refuse(job, "opsbot is busy with other questions right now; nothing was run. Ask again in a minute.")
             return
         try:
             token = self.state.enqueue(job.thread.key, job)
         except BaseException:
-            self.pool.release()
+            if reserved:
+                self.pool.release()
             raise
         if token is None:
-            self.pool.release()  # this thread's drainer, here or in another process, will take it
+            if reserved:
+                self.pool.release()  # this thread's drainer, here or in another process, will take it
             return
-        self.pool.run_reserved(lambda: self._drain(job.thread.key, token))
+        if reserved:
+            self.pool.run_reserved(lambda: self._drain(job.thread.key, token))
+        else:
+            self._drain(job.thread.key, token)
 
     def sweep(self) -> int:
         """Drain queues whose drainer died with its process; how many were taken over."""
