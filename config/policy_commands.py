@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal, NamedTuple
 
@@ -140,7 +141,7 @@ class Parameter(Strict):
         if value.startswith("-") and not self.allow_dash:
             raise ValueError(f"enum value {value!r} starts with '-': set allow_dash: true if it is meant that way")
 
-    def check(self, value: str | int) -> str:
+    def check(self, value: object) -> str:
         """The value as the one argv element it becomes; ValueError saying why it is refused."""
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise ValueError(f"must be a string or an integer, not {type(value).__name__}")
@@ -185,6 +186,23 @@ class Parameter(Strict):
         else:
             text = f"an integer from {self.min} to {self.max}"
         return text if self.default is None else f"{text}; default {self.default}"
+
+
+def check_values(params: Mapping[str, Parameter], given: Mapping[str, object]) -> tuple[dict[str, str], list[str]]:
+    """Every parameter's checked value, defaults filled in, and every problem, one phrase each
+    (for a command's parameters and a runbook's alike)."""
+    problems = [f"unknown parameter {key!r}" for key in given if key not in params]
+    values: dict[str, str] = {}
+    for key, param in params.items():
+        value = given.get(key, param.default)
+        if value is None:
+            problems.append(f"missing parameter {key!r} ({param.expects()})")
+            continue
+        try:
+            values[key] = param.check(value)
+        except ValueError as exc:
+            problems.append(f"parameter {key!r} {exc}")
+    return values, problems
 
 
 @functools.lru_cache(maxsize=256)

@@ -55,7 +55,7 @@ from pydantic import Discriminator, Field, StringConstraints, Tag, ValidationErr
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from config.policy_base import Access, Name, Strict
-from config.policy_commands import Parameter
+from config.policy_commands import Parameter, check_values
 
 StepId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")]
 END = "end"
@@ -186,17 +186,7 @@ class Runbook(Strict):
 
     def check_params(self, given: dict[str, str]) -> dict[str, str]:
         """Every parameter's checked value, defaults filled; ValueError naming every problem."""
-        problems = [f"unknown parameter {key!r}" for key in given if key not in self.params]
-        values: dict[str, str] = {}
-        for key, param in self.params.items():
-            value = given.get(key, param.default)
-            if value is None:
-                problems.append(f"missing parameter {key!r} ({param.expects()})")
-                continue
-            try:
-                values[key] = param.check(value)
-            except ValueError as exc:
-                problems.append(f"parameter {key!r} {exc}")
+        values, problems = check_values(self.params, given)
         if problems:
             raise ValueError("; ".join(problems))
         return values

@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from config.policy import Access, Command, Policy, Principal
+from config.policy_commands import check_values
 from tools.base import ErrorType, Tool, ToolResult
 from tools.runner import WORKING_DIRECTORY, Sandbox, as_tool_result, run, which
 
@@ -185,20 +186,7 @@ def check_approval(
 
 def check_params(name: str, spec: Command, given: Mapping[str, object]) -> dict[str, str] | ToolResult:
     """Every parameter's value as the argv element it becomes, or `invalid_args` naming every problem."""
-    problems = [f"unknown parameter {key!r}" for key in given if key not in spec.params]
-    values: dict[str, str] = {}
-    for key, param in spec.params.items():
-        value = given.get(key, param.default)
-        if value is None:
-            problems.append(f"missing parameter {key!r}")
-            continue
-        if isinstance(value, bool) or not isinstance(value, (str, int)):
-            problems.append(f"parameter {key!r} must be a string or an integer")
-            continue
-        try:
-            values[key] = param.check(value)
-        except ValueError as exc:
-            problems.append(f"parameter {key!r} {exc}")
+    values, problems = check_values(spec.params, given)
     if problems:
         message = f"command {name!r}: {'; '.join(problems)}"
         return ToolResult.failure(ErrorType.invalid_args, message, hint=_expected(spec))
