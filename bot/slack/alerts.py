@@ -35,7 +35,7 @@ from bot.runbooks.engine import RunbookEngine, RunRefused
 from bot.slack.blocks import Block, escape, section
 from bot.slack.delivery import WorkerPool
 from bot.slack.jobs import Job, ThreadRef
-from bot.slack.posting import PostFailed, post_once, replace
+from bot.slack.posting import post_once, post_or_log, replace
 from config.policy import Policy
 from config.policy_base import Principal
 from config.policy_runbooks import Runbook, Trigger
@@ -195,18 +195,15 @@ class AlertRouter:
         return None
 
     def _say(self, thread: ThreadRef, marker: str, text: str) -> None:
-        try:
-            post_once(
-                self.client,
-                thread.channel,
-                thread.thread_ts,
-                marker,
-                escape(text),
-                kind="opsbot_alert_note",
-                check_first=True,
-            )
-        except PostFailed as exc:
-            log.error("could not post to alert thread %s: %s", thread.key, exc.error)
+        post_or_log(
+            self.client,
+            thread.channel,
+            thread.thread_ts,
+            marker,
+            escape(text),
+            kind="opsbot_alert_note",
+            check_first=True,
+        )
 
     def _work(self) -> None:
         last_sweep = 0.0

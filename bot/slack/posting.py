@@ -99,6 +99,25 @@ def post_once(
     raise PostFailed(error)
 
 
+def post_or_log(
+    client: WebClient,
+    channel: str,
+    thread_ts: str | None,
+    job_id: str,
+    text: str,
+    blocks: list[Block] | None = None,
+    kind: str = ANSWER_EVENT,
+    check_first: bool = False,
+) -> str | None:
+    """`post_once` for messages nobody waits on as an answer (notes, step results): a failure is
+    logged, not raised, and the work goes on."""
+    try:
+        return post_once(client, channel, thread_ts, job_id, text, blocks, kind=kind, check_first=check_first)
+    except PostFailed as exc:
+        log.error("could not post %s in %s: %s", job_id, thread_ts or channel, exc.error)
+        return None
+
+
 def find_marked(
     client: WebClient, channel: str, thread_ts: str | None, job_id: str, kind: str
 ) -> tuple[bool, str | None]:

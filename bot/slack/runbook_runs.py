@@ -19,7 +19,7 @@ from bot.runbooks.engine import RunbookEngine, RunRefused
 from bot.runbooks.records import RunRecord, StepRecord
 from bot.slack.blocks import Block, button, escape, mention, section
 from bot.slack.jobs import ThreadRef
-from bot.slack.posting import PostFailed, post_once, replace, tell
+from bot.slack.posting import post_or_log, replace, tell
 from config.policy_base import Principal
 from config.policy_runbooks import Gate
 from tools.commands import ApprovalRequest
@@ -116,19 +116,16 @@ class ThreadReporter:
 
     def _post(self, run: RunRecord, marker: str, text: str, blocks: list[Block], check_first: bool = False) -> None:
         thread = thread_of(run)
-        try:
-            post_once(
-                self.client,
-                thread.channel,
-                thread.thread_ts,
-                marker,
-                text,
-                blocks,
-                kind="opsbot_runbook",
-                check_first=check_first,
-            )
-        except PostFailed as exc:
-            log.error("runbook run %s: could not post %s: %s", run.id, marker, exc.error)
+        post_or_log(
+            self.client,
+            thread.channel,
+            thread.thread_ts,
+            marker,
+            text,
+            blocks,
+            kind="opsbot_runbook",
+            check_first=check_first,
+        )
 
 
 class RunDecisions:
