@@ -3,6 +3,10 @@
 A plain `while` over steps. Each step asks the model once; tool calls are validated, run
 (concurrently, bounded) and paired with their results by `tool_call_id`; the step is stored and
 logged as one record. Every guard ends in a reply, never an exception.
+
+Calls are capped: of one message's distinct calls the first `max_calls_per_step` run, and a run
+runs at most `max_calls_per_run`; a call past either cap is answered `invalid_args` without
+running, and a run that has spent its calls has its tools withdrawn (`max_calls`).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from bot.prompts import (
     no_model_text,
     nudge_drift,
     nudge_empty,
+    over_run_cap,
+    over_step_cap,
     unsaved_answer_note,
 )
 from bot.reply import CallRecord, Progress, Reply, Step, StopReason
@@ -37,7 +43,7 @@ from bot.summary import blocks_to_fold, write_summary
 from bot.tokens import CHARS_PER_TOKEN
 from config.policy_base import Principal
 from config.settings import LoopLimits, MemorySettings
-from tools.base import ErrorType, Registry, Tool
+from tools.base import ErrorType, Registry, Tool, ToolResult
 from tools.commands import ApprovalRequest
 from tools.executor import Executor, Outcome, RetryPolicy, ToolCall
 from tools.redact import redact, redact_text
@@ -130,6 +136,7 @@ class _Run:
         agent.memory.append(self.thread, [user])
         turn_blocks: list[Block] = [user]
         guard = LoopGuard(limits, state.repeats)
+        budget = _CallBudget(limits)
         stop: StopReason | None = None
         while True:
             if stop is None and len(self.steps) + 1 >= limits.max_steps:
@@ -141,7 +148,7 @@ class _Run:
             except ModelUnavailable as exc:
                 return self.reply(llm_unavailable_text(exc, self.steps), StopReason.llm_unavailable)
             if stop is None and turn.tool_calls:
-                block, stop = self._tool_step(turn, guard)
+                block, stop = self._tool_step(turn, guard, budget)
                 turn_blocks.append(block)
                 continue
             # Tool calls on a step without tools are not run; what came with them is only a preamble.
@@ -172,10 +179,10 @@ class _Run:
             _log("fold_failed", thread=self.thread, run=self.run_id, error=str(exc))
         return self.reply(answer, reason)
 
-    def _tool_step(self, turn: ModelTurn, guard: LoopGuard) -> tuple[Block, StopReason | None]:
+    def _tool_step(self, turn: ModelTurn, guard: LoopGuard, budget: _CallBudget) -> tuple[Block, StopReason | None]:
         agent, step_n = self.agent, len(self.steps) + 1
         calls = [ToolCall(c.id, c.name, c.arguments) for c in turn.tool_calls]
-        outcomes = self._outcomes(step_n, calls, guard)
+        outcomes, refusal = self._outcomes(step_n, calls, guard, budget)
         assistant = Message.assistant(turn.content, list(turn.tool_calls))
         block = Block.tool_step(assistant, [Message.tool(o.call.id, o.result.render()) for o in outcomes])
         agent.memory.append(self.thread, [block], guard.changed())
@@ -188,6 +195,8 @@ class _Run:
             stop, note = StopReason.needs_approval, f"{len(waiting)} command(s) wait for approval: tools withdrawn"
         elif guard.stop_requested:
             stop, note = StopReason.repeated_call, "an identical call was repeated again: stopping"
+        elif budget.spent:
+            stop, note = StopReason.max_calls, f"max_calls_per_run ({budget.per_run}) reached: tools withdrawn"
         elif (drift := guard.drift(calls)) is not None:
             if self.drift_noted:
                 stop, note = StopReason.loop_detected, f"{drift}: tools withdrawn"
@@ -196,12 +205,19 @@ class _Run:
                 self.notes.append(nudge_drift(drift))
                 note = f"{drift}: nudged"
         records = [_call_record(o) for o in outcomes]
+        if refusal is not None:
+            note = "; ".join(n for n in (refusal.note(outcomes), note) if n)
         self._record(Step(n=step_n, decision="tool_calls", calls=records, note=note, **_tokens(turn)), outcomes)
         return block, stop
 
-    def _outcomes(self, step_n: int, calls: list[ToolCall], guard: LoopGuard) -> list[Outcome]:
-        """One outcome per call, in order. Identical calls in one message run once and share it;
-        repeats of earlier calls are answered by the guard without running."""
+    def _outcomes(
+        self, step_n: int, calls: list[ToolCall], guard: LoopGuard, budget: _CallBudget
+    ) -> tuple[list[Outcome], _Refusal | None]:
+        """One outcome per call, in order, and what the budget refused, if anything.
+
+        Identical calls in one message run once and share it; repeats of earlier calls are
+        answered by the guard without running; calls past the budget are answered without running
+        and are not recorded by the guard, so sending one again meets the budget again."""
         agent = self.agent
         first_of: dict[str, ToolCall] = {}
         checks = {}
@@ -210,7 +226,8 @@ class _Run:
             if key not in first_of:
                 first_of[key] = call
                 checks[key] = guard.check(call)
-        to_run = [first_of[key] for key, check in checks.items() if check.verdict is Verdict.run]
+        wanted = [first_of[key] for key, check in checks.items() if check.verdict is Verdict.run]
+        to_run, refusal = budget.admit(wanted)
         for call in to_run:
             self.progress.on_tool_start(step_n, call.name, _shown_args(call.arguments))
         results = {}
@@ -227,9 +244,11 @@ class _Run:
                 outcomes.append(
                     Outcome(call, shared.result, shared.attempts if first else 0, shared.duration_s if first else 0.0)
                 )
+            elif refusal is not None and key in refusal.keys:
+                outcomes.append(Outcome(call, refusal.result, 0, 0.0))
             else:
                 outcomes.append(Outcome(call, checks[key].result(), 0, 0.0))
-        return outcomes
+        return outcomes, refusal
 
     def _ask(self, state: ThreadState, turn_blocks: list[Block], final: StopReason | None) -> ModelTurn:
         agent = self.agent
@@ -237,7 +256,7 @@ class _Run:
         head = [Message.system(agent.system_prompt)]
         if state.summary:
             head.append(Message.system(f"Summary of earlier turns in this thread:\n{state.summary}"))
-        tail = [*self.notes, *([final_note(final, agent.limits.max_steps)] if final is not None else [])]
+        tail = [*self.notes, *([final_note(final, agent.limits)] if final is not None else [])]
         messages = fit_prompt(head, state.blocks, turn_blocks, tail, agent.limits.max_prompt_tokens)
         assert agent.model is not None
         turn = agent.model.complete(
@@ -285,6 +304,53 @@ class _Run:
             duration_s=time.monotonic() - self.started,
             approvals=self.approvals,
         )
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    """The calls past a cap (by `call_key`), what they are told, and which cap it was."""
+
+    keys: frozenset[str]
+    result: ToolResult
+    setting: str
+    cap: int
+
+    def note(self, outcomes: list[Outcome]) -> str:
+        """For people; counted per tool_call_id, as the step lists them, duplicates included."""
+        refused = sum(1 for outcome in outcomes if call_key(outcome.call) in self.keys)
+        return f"{refused} call(s) not run: over {self.setting} ({self.cap})"
+
+
+@dataclass
+class _CallBudget:
+    """The tool calls a run may still run: `max_calls_per_step` per model message, and
+    `max_calls_per_run` in all. Every call handed to the executor counts, bad arguments included;
+    a repeat answered by the guard and a call refused here do not."""
+
+    limits: LoopLimits
+    ran: int = 0
+
+    @property
+    def per_run(self) -> int:
+        return self.limits.max_calls_per_run
+
+    @property
+    def spent(self) -> bool:
+        return self.ran >= self.per_run
+
+    def admit(self, wanted: list[ToolCall]) -> tuple[list[ToolCall], _Refusal | None]:
+        """The first of `wanted` (distinct calls, in the order the model sent them) that fit both
+        caps, and what the rest are told (None when every call fits)."""
+        # Never below zero: a negative slice would run all but the last calls.
+        per_step, room = self.limits.max_calls_per_step, max(0, self.per_run - self.ran)
+        allowed = min(per_step, room)
+        admitted, rest = wanted[:allowed], frozenset(call_key(call) for call in wanted[allowed:])
+        self.ran += len(admitted)
+        if not rest:
+            return admitted, None
+        if room < per_step:
+            return admitted, _Refusal(rest, over_run_cap(self.per_run), "max_calls_per_run", self.per_run)
+        return admitted, _Refusal(rest, over_step_cap(len(wanted), per_step), "max_calls_per_step", per_step)
 
 
 def _log(event: str, **fields: Any) -> None:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from bot.llm import ModelUnavailable
 from bot.messages import Message
 from bot.reply import Step, StopReason
+from config.settings import LoopLimits
+from tools.base import ErrorType, ToolResult
 
 SYSTEM_PROMPT = """You are opsbot, an assistant for on-call engineers.
 Find out what is wrong using the tools: list_services shows what exists; query_logs reads a
@@ -38,9 +42,29 @@ def nudge_drift(reason: str) -> Message:
     )
 
 
-def final_note(reason: StopReason, max_steps: int) -> Message:
+def over_step_cap(asked: int, cap: int) -> ToolResult:
+    """The answer to a call past `max_calls_per_step`: it did not run, and what to do instead."""
+    return ToolResult.failure(
+        ErrorType.invalid_args,
+        f"this message asked for {asked} different tool calls; at most {cap} run per message, and this one was not run",
+        hint="make fewer, more targeted calls (combine filters in one call rather than one call per value), "
+        "or answer from the results you have",
+    )
+
+
+def over_run_cap(cap: int) -> ToolResult:
+    """The answer to a call past `max_calls_per_run`."""
+    return ToolResult.failure(
+        ErrorType.invalid_args,
+        f"not run: this run already ran its limit of {cap} tool calls for this question",
+        hint="answer from the results you have: what you found, what is still unknown, what to check next",
+    )
+
+
+def final_note(reason: StopReason, limits: LoopLimits) -> Message:
     why = {
-        StopReason.max_steps: f"This is the last of your {max_steps} steps for this question.",
+        StopReason.max_steps: f"This is the last of your {limits.max_steps} steps for this question.",
+        StopReason.max_calls: f"You have run the {limits.max_calls_per_run} tool calls allowed for this question.",
         StopReason.time_budget: "The time budget for this question is spent.",
         StopReason.repeated_call: "You repeated a call that had already been answered, twice.",
         StopReason.loop_detected: "You kept circling between similar calls.",
@@ -53,8 +77,10 @@ def final_note(reason: StopReason, max_steps: int) -> Message:
 
 
 def calls_done(steps: list[Step]) -> str:
-    """`query_logs -> ok; run_command -> timeout`: what a run did, for texts shown to people."""
-    return "; ".join(f"{c.tool} -> {c.status}" for s in steps for c in s.calls)
+    """`query_logs -> ok (3x); run_command -> timeout`: what a run did, for texts shown to people.
+    Alike calls are counted, so hundreds of refused calls stay one short line."""
+    done = Counter(f"{c.tool} -> {c.status}" for s in steps for c in s.calls)
+    return "; ".join(what if times == 1 else f"{what} ({times}x)" for what, times in done.items())
 
 
 def no_answer_text(steps: list[Step]) -> str:

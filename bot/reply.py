@@ -14,6 +14,7 @@ from tools.commands import ApprovalRequest
 class StopReason(StrEnum):
     answered = "answered"
     max_steps = "max_steps"
+    max_calls = "max_calls"
     repeated_call = "repeated_call"
     loop_detected = "loop_detected"
     needs_approval = "needs_approval"

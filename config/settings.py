@@ -29,6 +29,12 @@ class ModelSettings(Strict):
 class LoopLimits(Strict):
     max_steps: int = Field(default=8, ge=1, le=50, description="model calls per user message")
     time_budget_s: float = Field(default=120.0, gt=0, description="wall clock per user message")
+    max_calls_per_step: int = Field(
+        default=8, ge=1, le=64, description="distinct tool calls run per model message; the rest are refused"
+    )
+    max_calls_per_run: int = Field(
+        default=24, ge=1, le=500, description="tool calls run per user message; then tools are withdrawn"
+    )
     max_parallel_tools: int = Field(default=4, ge=1, le=32)
     tool_timeout_s: float = Field(default=30.0, gt=0)
     tool_retries: int = Field(default=2, ge=0, le=10, description="for timeouts and connection errors")
