@@ -23,6 +23,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python tests/bench/bench_loop.py
 	$(BIN)/python tests/bench/bench_logs.py
+	$(BIN)/python tests/bench/bench_redaction.py
 	$(BIN)/python tests/bench/bench_slack.py
 
 clean:

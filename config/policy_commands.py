@@ -44,8 +44,10 @@ Template rules, checked when the file is loaded:
   A program with only short options (`grep -e`) usually has a long form (`--regexp={pattern}`).
 - The parameter type is the author's to choose: a slot that a program reads as code (`sh -c {cmd}`,
   `awk {program}`) runs whatever the pattern admits, so such a slot wants an `enum`.
-- Values never contain control characters (NUL, CR, LF, ...), are never empty and are at most
-  `MAX_VALUE_CHARS` long (which also bounds the cost of matching a pattern).
+- Values never contain control characters, C0 (NUL, tab, CR, LF, ESC, ...), DEL or C1 (U+0080 to
+  U+009F: NEL is a line break to some programs, CSI starts a terminal sequence), are never empty
+  and are at most `MAX_VALUE_CHARS` long (which also bounds the cost of matching a pattern).
+  Template elements never contain them either.
 """
 
 from __future__ import annotations
@@ -69,7 +71,10 @@ UserName = Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_.-]{0,31}\$
 
 _SLOT = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 _ATTACHED = re.compile(r"(--[A-Za-z0-9][A-Za-z0-9_.-]*=)\{([a-z_][a-z0-9_]*)\}")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# C0, DEL and C1. One rule for every value a model or a person hands to a tool (command values,
+# config paths): none of these has a place in an argument or a file name, and each can end a line
+# or start a terminal escape sequence somewhere.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
 # Environment variables that would turn a pager, or code from outside the command, back on.
 _PROTECTED_ENV = frozenset({"PAGER", "GIT_PAGER", "SYSTEMD_PAGER", "MANPAGER", "LESSOPEN", "LESSCLOSE"})
@@ -79,6 +84,16 @@ class Slot(NamedTuple):
     position: int  # in argv
     name: str  # the parameter
     prefix: str  # "" for a whole slot, "--since=" for an attached one
+
+
+def control_character(text: str) -> str | None:
+    """The first control character in `text`, spelled for a message (`U+0085`), or None."""
+    found = _CONTROL.search(text)
+    return None if found is None else f"U+{ord(found.group(0)):04X}"
+
+
+def _control_phrase(found: str) -> str:
+    return f"contains a control character ({found}; NUL, tab, CR, LF, ESC and U+0080-U+009F are never accepted)"
 
 
 def slot_of(element: str, index: int = 0) -> Slot | None:
@@ -136,8 +151,10 @@ class Parameter(Strict):
             raise ValueError("min is negative, but negative values start with '-': set allow_dash: true or min >= 0")
 
     def _check_enum_value(self, value: str) -> None:
-        if not value or _CONTROL.search(value):
-            raise ValueError(f"enum value {value!r} is empty or contains a control character")
+        if not value:
+            raise ValueError("an enum value is empty")
+        if found := control_character(value):
+            raise ValueError(f"enum value {value!r} {_control_phrase(found)}")
         if value.startswith("-") and not self.allow_dash:
             raise ValueError(f"enum value {value!r} starts with '-': set allow_dash: true if it is meant that way")
 
@@ -150,8 +167,8 @@ class Parameter(Strict):
             raise ValueError(f"is {len(text):,} characters long; at most {MAX_VALUE_CHARS:,} are accepted")
         if not text:
             raise ValueError("is empty")
-        if _CONTROL.search(text):
-            raise ValueError("contains a control character (NUL, CR, LF, tab, ...)")
+        if found := control_character(text):
+            raise ValueError(_control_phrase(found))
         if text.startswith("-") and not self.allow_dash:
             raise ValueError("starts with '-', which a program could read as an option")
         return self._typed(text)
@@ -283,8 +300,8 @@ class Command(Strict):
 
 
 def _check_element(element: str) -> None:
-    if _CONTROL.search(element):
-        raise ValueError(f"argument {element!r} contains a control character (NUL, CR, LF, ...)")
+    if found := control_character(element):
+        raise ValueError(f"argument {element!r} {_control_phrase(found)}")
     embedded = _SLOT.search(element)
     if embedded and slot_of(element) is None:
         raise ValueError(

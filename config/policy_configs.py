@@ -1,9 +1,21 @@
 """Config roots the model may read: a directory (optionally narrowed by globs) or a single file.
 
 Inside a root some names are never read, whatever the globs say: private keys, certificates
-and keystores and their backup copies, SSH identities, dotenv and direnv files, cloud, Kubernetes
-and Docker credentials. A root may exempt names from the built-in patterns
-(`allow: [".env"]`) or add patterns of its own (`never_read`).
+and keystores and their backup copies, SSH and GnuPG homes, dotenv and direnv files, password
+files (netrc, pgpass, htpasswd), git, Vault, package-index and Terraform credentials, the
+credential stores of the AWS, Google Cloud, Azure, Oracle Cloud and Databricks CLIs, s3cmd and
+boto, kubeconfigs and Docker registry auths. Names are matched case-insensitively against every
+name on the way, so a directory refused hides everything below it. A root may exempt names from
+the built-in patterns (`allow: [".env"]`) or add patterns of its own (`never_read`).
+
+Left readable on purpose, because they are mostly settings people need and redaction masks the
+secrets among them: `.npmrc` (`_authToken`, `_password`), a directory or file an application calls
+`credentials` or `credentials.json` (too common a name to refuse), a kubeconfig-shaped YAML under
+another name (`token`, `client-key-data`, `password`).
+
+A regular file with more than one hard link is not read unless the root says `allow_hardlinks`:
+a hard link is the same file under a second name, so one inside a root can be a file from
+anywhere on the same filesystem, and no path check can tell.
 """
 
 from __future__ import annotations
@@ -30,17 +42,44 @@ NEVER_READ: tuple[str, ...] = (
     ".env~",
     "*.env",
     ".envrc",  # direnv: exported secrets
-    ".netrc",
-    ".pgpass",
+    # Files that are nothing but credentials, often in forms redaction cannot read as `key = value`.
+    ".netrc",  # curl, ftp, git over HTTP: `machine h login u password p`
+    "_netrc",  # the same file on Windows
+    ".pgpass",  # PostgreSQL: `host:port:db:user:password`
+    "pgpass.conf",  # the same file on Windows (%APPDATA%\postgresql)
     ".htpasswd",
-    ".git-credentials",
+    ".git-credentials",  # git's store helper: URLs with the password in them
+    ".git-credential-cache",  # git's cache helper's directory: its socket hands out cached passwords
+    ".vault-token",  # the Vault CLI's token, bare
+    # Homes of key material.
     ".ssh",
     ".gnupg",
+    # Cloud CLIs' credential stores: access keys, refresh tokens, cached access tokens.
     ".aws",  # credentials, config with keys
+    "gcloud",  # ~/.config/gcloud: the credential databases, ADC and per-account keys below
+    "application_default_credentials.json",  # gcloud ADC, often copied or mounted elsewhere
+    "credentials.db",  # gcloud's refresh tokens (SQLite)
+    "access_tokens.db",  # gcloud's cached access tokens (SQLite)
+    "legacy_credentials",  # gcloud's per-account credentials for older tools
+    ".azure",  # the Azure CLI's home
+    "accessTokens.json",  # older Azure CLI: its token cache
+    "msal_token_cache.json",  # Azure CLI (MSAL): token cache
+    "msal_token_cache.bin",  # the same on Windows
+    "service_principal_entries.json",  # Azure CLI: service principal secrets
+    ".oci",  # Oracle Cloud CLI: config and API signing keys
+    ".databrickscfg",  # Databricks CLI: personal access tokens
+    ".boto",  # gsutil and boto: cloud storage keys
+    ".s3cfg",  # s3cmd: access and secret keys
+    # Package registries and infrastructure tools.
+    ".pypirc",  # PyPI upload passwords and tokens
+    "credentials.tfrc.json",  # Terraform Cloud tokens (`terraform login`)
+    ".terraformrc",  # Terraform CLI config: `credentials` blocks with tokens
+    "terraform.rc",  # the same file on Windows
     ".kube",  # kubeconfigs: cluster credentials
     "kubeconfig",
     "*.kubeconfig",
     ".docker",  # config.json holds registry auths
+    ".dockercfg",  # Docker's older registry auths file
 )
 
 
@@ -55,6 +94,12 @@ class ConfigRoot(Strict):
     never_read: tuple[str, ...] = Field(default=(), description="more name patterns never read in this root")
     allow: tuple[str, ...] = Field(
         default=(), description="name patterns exempt from the built-in never-read patterns, e.g. .env"
+    )
+    allow_hardlinks: bool = Field(
+        default=False,
+        description="read regular files that have more than one hard link; off because a hard link can make a "
+        "file outside the root appear inside it, and Kubernetes and most package managers do not create them "
+        "for config files",
     )
     follow_symlinks: bool = Field(
         default=False,

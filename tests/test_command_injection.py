@@ -83,6 +83,9 @@ CONTROL = [
     "\x1b[2J",
     f"\x7ftouch {M}",
 ]
+# C1 controls, U+0080..U+009F: NEL (U+0085) ends a line for some programs, CSI (U+009B) and OSC
+# (U+009D) start terminal sequences as ESC [ and ESC ] do.
+C1 = [f"a{chr(code)}touch {M}" for code in range(0x80, 0xA0)]
 GLOBS = ["*", "/*", "/etc/*", "?", "[a-z]*", "~", "~root", "**/*", f"{M}*", ".*", "/proc/self/environ"]
 OPTIONS = [
     f"--output={M}",
@@ -178,7 +181,7 @@ UNICODE = [
     f"\\-\\-output={M}",
 ]
 EDGES = ["", " ", "a" * 5000]
-PAYLOADS = SHELL + CONTROL + GLOBS + OPTIONS + CODE + UNICODE + EDGES
+PAYLOADS = SHELL + CONTROL + C1 + GLOBS + OPTIONS + CODE + UNICODE + EDGES
 
 FAST = RetryPolicy(timeout_s=20, retries=0, backoff_s=0.01)
 ANY = {"pattern": "(?s).+"}  # lets every payload reach the program: the structure must hold alone
@@ -288,11 +291,19 @@ def test_every_dash_payload_is_refused_where_dashes_are_not_allowed(corpus_execu
         assert result.status == "invalid_args" and "starts with '-'" in result.error.message
 
 
-@pytest.mark.parametrize("payload", CONTROL)
+@pytest.mark.parametrize("payload", CONTROL + C1)
 def test_every_control_character_payload_is_refused_everywhere(corpus_executor: Executor, payload: str) -> None:
     for name in ("printf", "tar", "grep", "git-author"):
         result = run_payload(corpus_executor, name, payload.replace(M, "/tmp/x"))
         assert result.status == "invalid_args" and "control character" in result.error.message
+
+
+@pytest.mark.parametrize("code", range(0x80, 0xA0), ids=lambda code: f"U+{code:04X}")
+def test_every_c1_control_is_refused_and_named(corpus_executor: Executor, code: int) -> None:
+    for value in (chr(code), f"a{chr(code)}", f"{chr(code)}a", f"main{chr(code)}--output=/tmp/x"):
+        result = run_payload(corpus_executor, "printf", value)
+        assert result.status == "invalid_args", result
+        assert f"contains a control character (U+{code:04X};" in result.error.message  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("payload", PAYLOADS, ids=[f"p{i:03d}" for i in range(len(PAYLOADS))])

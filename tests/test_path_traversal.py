@@ -64,6 +64,9 @@ def build(base: Path) -> Env:
     (root / "loop2").symlink_to("loop1")
     os.mkfifo(root / "fifo")
     os.mkfifo(root / "sub" / "fifo.yaml")
+    # A hard link is the outside file itself under a name inside the root: no path shows it.
+    os.link(outside / "secret.yaml", root / "hard.yaml")
+    (root / "via_hard").symlink_to("hard.yaml")
     policy = Policy(
         config_files={
             "app": ConfigRoot(path=root),
@@ -194,6 +197,9 @@ CORPUS = [
     "zero",
     "chain1",
     "loop1",
+    # hard links to a file outside, by name and through a link inside the root
+    "hard.yaml",
+    "via_hard",
     # special files and /proc-looking names inside the root
     "fifo",
     "sub/fifo.yaml",
@@ -254,7 +260,21 @@ def test_a_listing_never_shows_what_is_outside(env: Env) -> None:
         assert result.ok
         assert set(result.data["files"]) == {"app.yaml", "sub/inner.yaml"}, result.data
         assert "link_out_file" in result.data["withheld"] and "fifo" in result.data["withheld"]
+        assert "hard link" in result.data["withheld"]["hard.yaml"]
         assert_contained(env, result, allowed=("ok",))
+    assert "hard link" in read(env, "follow").data["withheld"]["via_hard"]
+
+
+@pytest.mark.parametrize("path", ["hard.yaml", "via_hard"])
+def test_a_hard_link_to_a_file_outside_is_refused_about_the_path_asked_for(env: Env, path: str) -> None:
+    for key in (None, "password"):
+        result = read(env, "follow", path, key=key)
+        assert_contained(env, result, allowed=("denied",))
+        assert result.error is not None
+        assert f"{path!r} in config root 'follow'" in result.error.message
+        assert "more than one hard link" in result.error.message
+        assert "set `allow_hardlinks: true` for config root 'follow'" in result.error.hint
+        assert "secret.yaml" not in result.render(), "where the other name is stays unsaid"
 
 
 # ---------------------------------------------------------------- races
@@ -346,6 +366,25 @@ def test_a_file_replaced_after_it_was_checked_is_refused(fresh: Env, monkeypatch
     swap_when_opened(monkeypatch, "app.yaml", swap)
     result = read(fresh, "app", "app.yaml")
     assert result.status == "denied" and "changed" in result.error.message  # type: ignore[union-attr]
+
+
+def test_a_hard_link_made_after_the_file_was_checked_is_refused(fresh: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The link count that counts is the one of the file opened: a check by name alone would have
+    seen one link and read the file."""
+    swap_when_opened(monkeypatch, "app.yaml", lambda: os.link(fresh.root / "app.yaml", fresh.outside / "alias.yaml"))
+    result = read(fresh, "app", "app.yaml")
+    assert result.status == "denied" and "more than one hard link" in result.error.message  # type: ignore[union-attr]
+    assert "alias" not in result.render()
+
+
+# ---------------------------------------------------------------- control characters
+
+
+@pytest.mark.parametrize("code", [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)], ids=lambda c: f"U+{c:04X}")
+def test_a_path_with_a_control_character_is_refused_and_names_it(env: Env, code: int) -> None:
+    result = read(env, "app", f"sub{chr(code)}/inner.yaml")
+    assert result.status == "denied", result
+    assert f"control character (U+{code:04X})" in result.error.message  # type: ignore[union-attr]
 
 
 # ---------------------------------------------------------------- fuzzing

@@ -184,6 +184,62 @@ def test_a_secret_looked_up_by_key_is_redacted(tmp_path: Path) -> None:
     assert "hunter2-not-shown" not in read(ex, "c", "db.yaml").render()
 
 
+GITHUB_TOKEN = "ghp_" + "Q7" * 18
+OTHER_TOKEN = "ghp_" + "Z3" * 18
+
+
+def test_a_lookup_sees_keys_and_values_as_redaction_shows_them(tmp_path: Path) -> None:
+    write(
+        tmp_path / "app.yaml",
+        f"tokens:\n  {GITHUB_TOKEN}: alice\n  {OTHER_TOKEN}: bob\n"
+        "passwords: [aaaa1111, bbbb2222]\n"
+        "env:\n  - name: DB_PASSWORD\n    value: zzzz9999\n",
+    )
+    ex = executor(c=ConfigRoot(path=tmp_path))
+    tokens = read(ex, "c", "app.yaml", "tokens")
+    assert tokens.data["value"] == {"[REDACTED:github]": "alice", "[REDACTED:github] (2)": "bob"}
+    assert read(ex, "c", "app.yaml", "tokens.[REDACTED:github] (2)").data["value"] == "bob"
+    by_token = read(ex, "c", "app.yaml", f"tokens.{GITHUB_TOKEN}")
+    assert by_token.status == "not_found", "a key is found by what the model can see, never by the secret"
+    assert by_token.error.hint == "keys at that level: [REDACTED:github], [REDACTED:github] (2)"  # type: ignore[union-attr]
+    assert read(ex, "c", "app.yaml", "passwords.1").data["value"] == "[REDACTED:secret-value]"
+    assert read(ex, "c", "app.yaml", "env.0.value").data["value"] == "[REDACTED:secret-value]"
+    for key in ("tokens", "passwords", "env", "env.0"):
+        rendered = read(ex, "c", "app.yaml", key).render()
+        assert not any(secret in rendered for secret in ("Q7Q7", "Z3Z3", "aaaa1111", "bbbb2222", "zzzz9999"))
+
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: prod
+  cluster:
+    server: https://k8s.example.com
+users:
+- name: admin
+  user:
+    token: kube-token-0123456789abcdef
+    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJQkFBS0NBUUVBCg==
+- name: basic
+  user:
+    username: admin
+    password: s3cr3t-kube-pass
+"""
+
+
+def test_a_kubeconfig_under_another_name_is_read_with_its_credentials_masked(tmp_path: Path) -> None:
+    write(tmp_path / "cluster-admin.yaml", KUBECONFIG)
+    ex = executor(c=ConfigRoot(path=tmp_path))
+    secrets = ("kube-token-0123456789abcdef", "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVkt", "s3cr3t-kube-pass")
+    whole = read(ex, "c", "cluster-admin.yaml")
+    assert whole.ok and "https://k8s.example.com" in whole.data["content"]
+    for key in ("users", "users.0.user.token", "users.0.user.client-key-data", "users.1.user.password"):
+        looked_up = read(ex, "c", "cluster-admin.yaml", key)
+        assert looked_up.ok and "[REDACTED:" in looked_up.render(), looked_up
+        assert not any(secret in looked_up.render() for secret in secrets)
+    assert not any(secret in whole.render() for secret in secrets)
+
+
 # ---------------------------------------------------------------- roots and listing
 
 
@@ -270,7 +326,8 @@ def test_a_root_declared_through_a_link_is_the_operators_word(conf: Path, tmp_pa
 def test_a_whole_file_over_the_cap_is_cut_and_says_so(tmp_path: Path) -> None:
     write(tmp_path / "big.yaml", "k: " + "v" * 5000 + "\n")
     result = read(executor(c=ConfigRoot(path=tmp_path, max_bytes=1000)), "c", "big.yaml")
-    assert result.ok and len(result.data["content"]) == 1000
+    # The word the cut went through is left out: half a token would match no redaction shape.
+    assert result.ok and result.data["content"] == "k: …"
     assert "cut at 1,000 bytes" in (result.truncated or "")
 
 
@@ -359,6 +416,32 @@ def test_the_built_in_patterns_cover_the_issue() -> None:
         "server.PEM.old",
         "store.jks.orig",
         ".env~",
+        ".vault-token",
+        ".netrc",
+        "_NETRC",
+        ".pgpass",
+        "postgresql/pgpass.conf",
+        ".git-credentials",
+        ".git-credential-cache/socket",
+        ".config/gcloud/configurations/config_default",
+        "gcloud/credentials.db",
+        "application_default_credentials.json",
+        "mounted/access_tokens.db",
+        "legacy_credentials/me@example.com/adc.json",
+        ".azure/azureProfile.json",
+        "accessTokens.json",
+        "msal_token_cache.json",
+        "MSAL_TOKEN_CACHE.BIN",
+        "service_principal_entries.json",
+        ".oci/config",
+        ".databrickscfg",
+        ".boto",
+        ".s3cfg",
+        ".pypirc",
+        "credentials.tfrc.json",
+        ".terraformrc",
+        "terraform.rc",
+        ".dockercfg",
     ],
 )
 def test_credentials_and_key_backups_are_never_read(tmp_path: Path, path: str) -> None:
@@ -372,9 +455,31 @@ def test_credentials_and_key_backups_are_never_read(tmp_path: Path, path: str) -
 
 
 def test_names_like_the_new_patterns_are_still_read(tmp_path: Path) -> None:
-    for name in ("keys.yaml", "docker-compose.yaml", "kube-proxy.conf", "backup.yaml", "envoy.yaml"):
+    names = ["keys.yaml", "docker-compose.yaml", "kube-proxy.conf", "backup.yaml", "envoy.yaml", "gcloud.yaml"]
+    names += ["azure.yaml", "netrc.md", "terraform.tfvars", "oci.yaml"]
+    # Deliberately readable: common names for settings, whose secrets redaction masks.
+    names += [".npmrc", "credentials.json", "credentials/app.yaml"]
+    for name in names:
         write(tmp_path / name, "a: 1\n")
-    assert len(read(executor(c=ConfigRoot(path=tmp_path)), "c").data["files"]) == 5
+    assert sorted(read(executor(c=ConfigRoot(path=tmp_path)), "c").data["files"]) == sorted(names)
+
+
+def test_an_npmrc_is_read_with_its_tokens_masked(tmp_path: Path) -> None:
+    write(
+        tmp_path / ".npmrc",
+        "registry=https://registry.npmjs.org/\n//registry.npmjs.org/:_authToken=npm-token-0123456789abcdef\n"
+        "//npm.example.com/:_password=cGFzc3dvcmQxMjM0\n",
+    )
+    result = read(executor(c=ConfigRoot(path=tmp_path)), "c", ".npmrc")
+    assert result.ok and "registry=https://registry.npmjs.org/" in result.data["content"]
+    assert "npm-token-0123456789abcdef" not in result.render() and "cGFzc3dvcmQxMjM0" not in result.render()
+
+
+def test_a_root_may_exempt_a_credential_file(tmp_path: Path) -> None:
+    write(tmp_path / ".pypirc", "[pypi]\nusername = __token__\npassword = pypi-AgEIcHlwaS5vcmc0123456789\n")
+    assert read(executor(c=ConfigRoot(path=tmp_path)), "c", ".pypirc").status == "denied"
+    allowed = read(executor(c=ConfigRoot(path=tmp_path, allow=(".pypirc",))), "c", ".pypirc", "pypi.password")
+    assert allowed.ok and allowed.data["value"].startswith("[REDACTED:")
 
 
 # ---------------------------------------------------------------- access
@@ -447,6 +552,40 @@ def test_a_link_out_of_the_root_names_the_path_asked_for_not_its_target(tmp_path
     message = result.error.message  # type: ignore[union-attr]
     assert result.status == "denied" and "'sub/secret.yaml' in config root 'c'" in message, message
     assert "outside the root" in message and "elsewhere" not in result.render()
+
+
+# ---------------------------------------------------------------- hard links
+
+
+def test_a_hard_linked_file_is_refused_unless_the_root_allows_it(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    write(root / "app.yaml", "db:\n  host: pg-1\n")
+    write(tmp_path / "outside" / "secret.yaml", "password: hunter2-not-shown\n")
+    os.link(tmp_path / "outside" / "secret.yaml", root / "innocent.yaml")
+    ex = executor(c=ConfigRoot(path=root), open=ConfigRoot(path=root, allow_hardlinks=True))
+    for key in (None, "password"):
+        refused = read(ex, "c", "innocent.yaml", key)
+        assert refused.status == "denied", refused
+        assert "'innocent.yaml' in config root 'c'" in refused.error.message  # type: ignore[union-attr]
+        assert "`allow_hardlinks: true` for config root 'c'" in refused.error.hint  # type: ignore[union-attr]
+        assert "hunter2" not in refused.render() and "secret.yaml" not in refused.render()
+        assert str(tmp_path) not in refused.render()
+    listing = read(ex, "c").data
+    assert listing["files"] == ["app.yaml"] and "hard link" in listing["withheld"]["innocent.yaml"]
+    assert read(ex, "open", "innocent.yaml").data["content"] == "password: [REDACTED:secret-value]\n"
+    assert read(ex, "open").data["files"] == ["app.yaml", "innocent.yaml"]
+
+
+def test_a_hard_link_between_two_names_inside_the_root_is_refused_too(tmp_path: Path) -> None:
+    """opsbot cannot tell where a file's other names are, so it does not guess that they are inside."""
+    write(tmp_path / "app.yaml", "a: 1\n")
+    os.link(tmp_path / "app.yaml", tmp_path / "copy.yaml")
+    ex = executor(c=ConfigRoot(path=tmp_path), single=ConfigRoot(path=tmp_path / "app.yaml"))
+    assert read(ex, "c", "app.yaml").status == "denied" and read(ex, "c", "copy.yaml").status == "denied"
+    single = read(ex, "single")
+    assert single.status == "denied" and "allow_hardlinks" in single.error.hint  # type: ignore[union-attr]
+    (tmp_path / "copy.yaml").unlink()
+    assert read(ex, "c", "app.yaml").ok and read(ex, "single").ok
 
 
 def test_a_file_opsbot_may_not_read_is_named(conf: Path, monkeypatch: pytest.MonkeyPatch) -> None:

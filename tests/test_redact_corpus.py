@@ -456,8 +456,8 @@ SECRETS = [
         id="auth-digest",
     ),
     secret(
-        "Authorization: lin_api_RUbNebTkw48CuhzQSHMDgm7S42JuGWIiX20Rid6g",
-        "lin_api_RUbNebTkw48CuhzQSHMDgm7S42JuGWIiX20Rid6g",
+        "Authorization: kQ9zXv2LmN8pR4tW6yB1cD5eF0gHjS3u",
+        "kQ9zXv2LmN8pR4tW6yB1cD5eF0gHjS3u",
         "authorization",
         "Authorization:",
         id="auth-raw-key-without-scheme",

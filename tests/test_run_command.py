@@ -207,10 +207,17 @@ def test_an_attached_option_value_may_allow_a_dash(listing: Executor) -> None:
     assert call(listing, "since", {"since": "-2x"}).status == "invalid_args"
 
 
-@pytest.mark.parametrize("value", ["a\x00b", "a\nb", "a\rb", "\n", "a\tb", "\x1b[2J"])
+# C0 and C1: NEL (U+0085) is a line break, CSI (U+009B) and OSC...ST (U+009D, U+009C) terminal sequences.
+@pytest.mark.parametrize("value", ["a\x00b", "a\nb", "a\rb", "\n", "a\tb", "\x1b[2J", "a\x85b", "\x9b2J", "\x9d0\x9c"])
 def test_control_characters_are_refused(listing: Executor, value: str) -> None:
     result = call(listing, "ls", {"path": value})
     assert result.status == "invalid_args" and "control character" in result.error.message
+
+
+def test_characters_just_outside_the_control_ranges_are_accepted(listing: Executor) -> None:
+    """U+00A0 (no-break space) and é follow the C1 range: they are text, not controls."""
+    for value in ("a\u00a0b", "caf\u00e9", "~"):
+        assert argv_of(call(listing, "ls", {"path": value}))[-1] == value
 
 
 def test_empty_and_overlong_values_are_refused(listing: Executor) -> None:
@@ -239,6 +246,8 @@ def test_empty_and_overlong_values_are_refused(listing: Executor) -> None:
         (["ls", "--", "{path}"], {}, "slot {path} has no parameter"),
         (["ls"], {"path": {"pattern": ".+"}}, "path have no slot"),
         (["ls", "--", "a\nb"], {}, "control character"),
+        (["ls", "--", "a\x85b"], {}, "control character (U+0085"),
+        (["ls", "--color\x9b=never", "--", "{p}"], {"p": {"pattern": ".+"}}, "control character (U+009B"),
     ],
 )
 def test_unsafe_templates_are_refused_at_load(argv: list[str], params: dict[str, Any], words: str) -> None:
@@ -257,6 +266,8 @@ def test_unsafe_templates_are_refused_at_load(argv: list[str], params: dict[str,
         ({"min": -5, "max": 5}, "negative"),
         ({"pattern": "("}, "not a valid regular expression"),
         ({"enum": ["--all"]}, "starts with '-'"),
+        ({"enum": ["nginx\x85"]}, "control character (U+0085"),
+        ({"enum": [""]}, "empty"),
         ({"enum": ["a", "b"], "default": "c"}, "not one of the allowed values"),
         ({"min": 1, "max": 5, "default": 9}, "outside 1..5"),
     ],

@@ -6,8 +6,13 @@ symbolic link (`O_NOFOLLOW`, `dir_fd`), so a link or a directory swapped in betw
 an open is refused rather than followed: there is no separate check to race. `..` is refused in
 the request in every spelling; with `follow_symlinks` a link's target is walked the same way, one
 name at a time, and its `..` may climb back only as far as the root. The file finally opened must
-be a regular file (no FIFO, device or socket is ever opened for reading), is opened non-blocking
-and is read up to the root's byte cap.
+be a regular file (no FIFO, device or socket is ever opened for reading) with one hard link
+unless the root allows more (checked on the descriptor opened, so no swap can race it), is opened
+non-blocking and is read up to the root's byte cap.
+
+A key is looked up in the redacted document, keys redacted too, never in the raw one: what a
+lookup finds, misses, or lists as the keys nearby is what the model could see in the whole file
+anyway, so no sequence of lookups can tell apart two files that differ only in a secret.
 """
 
 from __future__ import annotations
@@ -27,10 +32,12 @@ from urllib.parse import unquote
 from pydantic import BaseModel, ConfigDict, Field
 
 from config.policy import Policy, Principal
+from config.policy_commands import control_character
 from config.policy_configs import ConfigRoot
 from tools import redact
 from tools.base import ErrorType, Tool, ToolResult
 from tools.config_formats import MAX_KEY_TRIES, Miss, Unparsable, document, format_of, key_value
+from tools.text import without_cut_words
 
 MAX_PATH_CHARS = 1024
 MAX_LINK_HOPS = 40  # as the kernel's own limit: a loop of links ends, it does not spin
@@ -81,6 +88,14 @@ class _Outside(_Refused):
         super().__init__("a symbolic link points outside the root")
 
 
+class _HardLinked(_Refused):
+    """The file has more than one hard link, so it may be a file from outside the root under a
+    second name; said about the path asked for, never about where its other names are."""
+
+    def __init__(self) -> None:
+        super().__init__("the file has more than one hard link")
+
+
 class Missing(Exception):
     def __init__(self, name: str) -> None:
         super().__init__(name)
@@ -123,6 +138,14 @@ def _read_root(args: ReadConfigArgs, root: ConfigRoot) -> ToolResult:
             f"{_asked(args)} leads through a symbolic link that points outside the root",
             hint=exc.hint,
         )
+    except _HardLinked:
+        return ToolResult.failure(
+            ErrorType.denied,
+            f"{_asked(args)}: the file has more than one hard link, so it may be a file from outside the root "
+            "under a second name; this root does not read hard-linked files",
+            hint=f"if its hard-linked files are meant to be read, set `allow_hardlinks: true` for config root "
+            f"{args.name!r} in opsbot's policy",
+        )
     except _Refused as exc:
         return ToolResult.failure(ErrorType.denied, str(exc), hint=exc.hint)
     except OSError as exc:
@@ -138,8 +161,8 @@ def _parts(path: str) -> list[str]:
     """The names of a requested relative path, refusing anything that could mean leaving the root."""
     if len(path) > MAX_PATH_CHARS:
         raise _Refused(f"the path is longer than {MAX_PATH_CHARS} characters", _PATH_HINT)
-    if any(ord(c) < 32 or ord(c) == 127 for c in path):
-        raise _Refused("the path contains control characters (NUL, newline, ...)", _PATH_HINT)
+    if found := control_character(path):
+        raise _Refused(f"the path contains a control character ({found}), which no path here may contain", _PATH_HINT)
     if "\\" in path:
         raise _Refused("backslashes are not path separators here; use /", _PATH_HINT)
     # Decoded and compatibility-folded spellings are checked too, so %2e%2e, fullwidth dots
@@ -325,10 +348,10 @@ def _refuse_never_read(root: ConfigRoot, name: str) -> None:
 def _read_file(
     args: ReadConfigArgs, root: ConfigRoot, here: _Here, found: tuple[str, os.stat_result], shown: str
 ) -> ToolResult:
-    data, cut = _read_bytes(_open_regular(here, *found), root.max_bytes)
+    data, cut = _read_bytes(_open_regular(root, here, *found), root.max_bytes)
     if b"\x00" in data[:8192]:
         return ToolResult.failure(ErrorType.failed, f"{shown!r} is not a text file", hint="read a text config file")
-    text = data.decode("utf-8", errors="replace")
+    text = without_cut_words(data.decode("utf-8", errors="replace"), end=cut)
     where = {"name": args.name, **({"path": shown} if args.path else {})}
     if args.key is None:
         note = f"cut at {root.max_bytes:,} bytes: the file is larger than the root's max_bytes" if cut else None
@@ -344,7 +367,7 @@ def _read_file(
     return _lookup(where, found[0], text, args.key)
 
 
-def _open_regular(here: _Here, name: str, seen: os.stat_result) -> int:
+def _open_regular(root: ConfigRoot, here: _Here, name: str, seen: os.stat_result) -> int:
     if not stat.S_ISREG(seen.st_mode):
         raise _Refused(f"{name!r} is not a regular file")
     fd = here.open(name, _FILE)
@@ -352,7 +375,17 @@ def _open_regular(here: _Here, name: str, seen: os.stat_result) -> int:
     if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (seen.st_dev, seen.st_ino):
         os.close(fd)
         raise _Refused(f"{name!r} changed while it was being opened")
+    # The link count of what was opened, not of what the name showed a moment before.
+    if _hard_linked(root, now):
+        os.close(fd)
+        raise _HardLinked()
     return fd
+
+
+def _hard_linked(root: ConfigRoot, status: os.stat_result) -> bool:
+    # Only regular files: a directory's link count counts its subdirectories, and directories
+    # cannot be hard-linked anyway.
+    return stat.S_ISREG(status.st_mode) and status.st_nlink > 1 and not root.allow_hardlinks
 
 
 def _read_bytes(fd: int, limit: int) -> tuple[bytes, bool]:
@@ -460,6 +493,7 @@ def _list_file(root: ConfigRoot, start: int, entry: os.DirEntry[str], relative: 
 
 # A link to a directory (a ConfigMap's ..data) is neither a file nor withheld: listings show files.
 _A_DIRECTORY = "directory"
+_HARD_LINK = "more than one hard link (may be a file from outside the root; see allow_hardlinks)"
 
 
 def _unreadable(root: ConfigRoot, start: int, entry: os.DirEntry[str], relative: str) -> str | None:
@@ -470,7 +504,11 @@ def _unreadable(root: ConfigRoot, start: int, entry: os.DirEntry[str], relative:
         return _link_verdict(root, start, relative)
     if not entry.is_file(follow_symlinks=False):
         return "not a regular file"
-    return None
+    try:
+        status = entry.stat(follow_symlinks=False)
+    except OSError:
+        return "gone while the directory was listed"
+    return _HARD_LINK if _hard_linked(root, status) else None
 
 
 def _link_verdict(root: ConfigRoot, start: int, relative: str) -> str | None:
@@ -485,7 +523,7 @@ def _link_verdict(root: ConfigRoot, start: int, relative: str) -> str | None:
         return _A_DIRECTORY
     if not stat.S_ISREG(found[1].st_mode):
         return "symbolic link to something other than a file"
-    return None
+    return _HARD_LINK if _hard_linked(root, found[1]) else None
 
 
 def _quoted(text: str) -> str:
@@ -510,15 +548,20 @@ def _lookup(where: dict[str, str], file_name: str, text: str, key: str) -> ToolR
         kind, parsed = document(file_name, text)
     except Unparsable as exc:
         return ToolResult.failure(ErrorType.failed, f"{file_name!r} could not be parsed: {exc}", hint="read it whole")
-    found = key_value(parsed, key.split("."), [MAX_KEY_TRIES])
+    found = key_value(_redacted_document(parsed), key.split("."), [MAX_KEY_TRIES])
     if isinstance(found, Miss):
         return ToolResult.failure(
             ErrorType.not_found,
             f"{file_name!r} has no key {key!r} (stopped at {found.part!r})",
             hint=f"keys at that level: {', '.join(found.keys) or 'none'}",
         )
-    value = _redacted(key.rsplit(".", 1)[-1], found)
-    return ToolResult.success({**where, "format": kind, "key": key, "value": value})
+    return ToolResult.success({**where, "format": kind, "key": key, "value": found})
+
+
+def _redacted_document(parsed: Any) -> Any:
+    """The parsed file as the model may see it (tools/redact/structure.py): every string redacted,
+    dict keys included, and every value under a key that names a secret."""
+    return redact.redact(parsed)
 
 
 def _masked(text: str, parsed: Any) -> str:
@@ -529,7 +572,7 @@ def _masked(text: str, parsed: Any) -> str:
     defined under an innocent key and used under a secret one."""
     if parsed is None:
         return text
-    for secret in sorted(_hidden_values(parsed, redact.redact(parsed)), key=len, reverse=True):
+    for secret in sorted(_hidden_values(parsed, _redacted_document(parsed)), key=len, reverse=True):
         text = text.replace(secret, "[REDACTED:secret-value]")
     return text
 
@@ -539,17 +582,14 @@ _MIN_MASKED = 4
 
 
 def _hidden_values(original: Any, redacted: Any) -> set[str]:
-    if isinstance(original, dict) and isinstance(redacted, dict):
-        return set().union(*(_hidden_values(v, redacted.get(k)) for k, v in original.items()))
+    # Paired by position: the redacted document has the same items in the same order, under keys
+    # that may be redacted themselves.
+    if isinstance(original, dict) and isinstance(redacted, dict) and len(original) == len(redacted):
+        pairs = zip(original.values(), redacted.values(), strict=True)
+        return set().union(*(_hidden_values(o, r) for o, r in pairs))
     if isinstance(original, list) and isinstance(redacted, list) and len(original) == len(redacted):
         return set().union(*(_hidden_values(o, r) for o, r in zip(original, redacted, strict=True)))
     if isinstance(redacted, str) and redacted.startswith("[REDACTED") and redacted != original:
         # A block scalar appears in the text line by line, indented: mask each line.
         return {line.strip() for line in str(original).splitlines() if len(line.strip()) >= _MIN_MASKED}
     return set()
-
-
-def _redacted(name: str, value: Any) -> Any:
-    """A value looked up by key leaves without its key's name, which redaction needs to see
-    (`password: x`): so it is redacted here, beside its own key."""
-    return redact.redact({name: value})[name]

@@ -1,9 +1,14 @@
 """Matching for query_logs: the filters of a query, level words, the substring, and a regex
-that is refused for its shape or bounded in time (per search and by the query's deadline)."""
+that is refused for its shape or bounded in time (per search and by the query's deadline).
+
+Every filter judges redacted lines, so no sequence of queries can learn what redaction hides
+(`prefilter_for` says how that stays fast)."""
 
 from __future__ import annotations
 
 import re
+import re._constants as sre_constants
+import re._parser as sre_parse
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -15,6 +20,9 @@ import regex
 
 from tools.base import ErrorType, ToolResult
 from tools.log_time import _time_of, _Verdict
+from tools.redact import marker_free, redact_lines
+from tools.redact.pem import MARKER as PEM_MARKER
+from tools.redact.pem import in_body_run, redact_body_runs
 
 LEVELS = ("DEBUG", "INFO", "WARN", "ERROR")
 REGEX_SEARCH_SECONDS = 0.5
@@ -25,7 +33,7 @@ LEVEL_HEAD_CHARS = 200
 class _Filters:
     min_rank: int | None
     needle: str | None  # lower-cased
-    tokens: tuple[str, ...]  # lower-case words one of which every matching line holds
+    prefilter: Prefilter  # finds the lines worth redacting and judging (see `prefilter_for`)
     pattern: Any  # a compiled `regex` pattern, or None
     whole_block_regex: bool  # the pattern finds the same lines when run over a block as over each line
     since: float | None
@@ -287,22 +295,83 @@ def _group_body(pattern: str, i: int) -> tuple[int, str]:
 # ---------------------------------------------------------------- matching
 
 
+@dataclass(frozen=True)
+class Prefilter:
+    """Words one of which the raw text of every line that matches in its redacted form holds;
+    none when no filter has such words, and then every line of a block is redacted before any is
+    judged. `cased` words are found as written, the others in the lower-cased text."""
+
+    words: tuple[str, ...] = ()
+    cased: bool = False
+
+
+def prefilter_for(needle: str | None, min_rank: int | None, regex_text: str | None) -> Prefilter:
+    """Words to find the lines worth redacting and judging, without redacting the others.
+
+    Filters judge redacted text, so that no query can learn what redaction hides: a count of
+    lines matching `ghp_.{3}c` would otherwise spell out a hidden token one character at a time.
+    Redacting every line of a gigabyte first is slow, so lines are found in the raw text by a
+    word every match must hold, and only they are redacted and judged. That finds every line
+    whose redacted form matches, because such a word (`marker_free`) is never part of a marker:
+    where redacted text holds it, the raw text held it unchanged. The substring is usually the
+    rarest word, then a level's words, then a literal the regex cannot match without."""
+    if needle is not None and marker_free(needle):
+        return Prefilter((needle,))
+    if min_rank is not None:
+        return Prefilter(_level_tokens(min_rank))
+    found = required_literal(regex_text) if regex_text is not None else None
+    if found is not None and marker_free(found[0].lower()):
+        literal, ignore_case = found
+        # A case-sensitive regex's literal is found as written: no lower-cased copy of each block.
+        return Prefilter((literal.lower(),)) if ignore_case else Prefilter((literal,), cased=True)
+    return Prefilter()
+
+
+_MIN_LITERAL = 3  # a shorter one is in nearly every line and saves nothing
+
+
+def required_literal(pattern: str) -> tuple[str, bool] | None:
+    """The longest run of literal characters every match of `pattern` holds (the literals of its
+    top-level sequence; none if it is an alternation), and whether the pattern ignores case.
+    Read with the standard library's parser; a pattern only the `regex` module reads has none."""
+    try:
+        parsed = sre_parse.parse(pattern)
+    except (re.error, RecursionError, OverflowError, ValueError):
+        return None
+    runs, run = [], ""
+    for op, argument in parsed:
+        if op is sre_constants.LITERAL:
+            run += chr(argument)
+        else:
+            runs.append(run)
+            run = ""
+    runs.append(run)
+    longest = max(runs, key=len)
+    if len(longest) < _MIN_LITERAL:
+        return None
+    return longest, bool(parsed.state.flags & re.IGNORECASE)
+
+
 def _match_block(text: str, f: _Filters, need: int, judged: tuple[_Verdict, float]) -> tuple[int, list[str], int]:
-    """(matches, the newest `need` of them oldest first, matches without a time) in one block."""
+    """(matches, the newest `need` of them oldest first, matches without a time) in one block,
+    judged on redacted lines. `text` has had the rules that span lines (redact_spanning)."""
     verdict, first = judged
     if verdict in (_Verdict.newer, _Verdict.older):
         return 0, [], 0
-    if not f.content and verdict is _Verdict.inside:
-        return _tail(text, need)
-    if not f.content and verdict is _Verdict.untimed:
-        return 0, [], text.count("\n") + 1
+    if not f.content:
+        # Every line counts: the block's body runs are hidden first, so a key counts as one line.
+        text = redact_body_runs(text)
+        if verdict is _Verdict.untimed:
+            return 0, [], text.count("\n") + 1
+        if verdict is _Verdict.inside:
+            count, lines, untimed = _tail(text, need)
+            return count, _redacted(lines), untimed
     kept: deque[str] = deque(maxlen=need)
     count = untimed = 0
     try:
-        for start, end in _candidates(text, f):
+        for start, line in _judged_lines(text, f):
             if time.monotonic() > f.deadline:
                 raise _OutOfTime
-            line = text[start:end]
             if not line or not _content_matches(line, f):
                 continue
             if verdict is _Verdict.untimed:
@@ -315,6 +384,27 @@ def _match_block(text: str, f: _Filters, need: int, judged: tuple[_Verdict, floa
     except _OutOfTime:
         raise _OutOfTime((count, list(kept), untimed)) from None
     return count, list(kept), untimed
+
+
+def _judged_lines(text: str, f: _Filters) -> Iterable[tuple[int, str]]:
+    """(where each line that may match starts in `text`, the line redacted), oldest first."""
+    spans = _token_spans(text, f)
+    if spans is not None:
+        lines = _redacted([text[start:end] for start, end in spans])
+        hidden = [PEM_MARKER if in_body_run(text, *span) else line for span, line in zip(spans, lines, strict=True)]
+        return zip((start for start, _ in spans), hidden, strict=True)
+    # No words to find lines by: the whole block is redacted and searched, and times are read
+    # from it alike (redaction never touches a timestamp at a line's start).
+    text = redact_lines(redact_body_runs(text))
+    return ((start, text[start:end]) for start, end in _spans(text, f))
+
+
+def _redacted(lines: list[str]) -> list[str]:
+    """Each line with the line rules applied, in one pass over them all (the rules stay within a line)."""
+    if not lines:
+        return lines
+    redacted = redact_lines("\n".join(lines)).split("\n")
+    return redacted if len(redacted) == len(lines) else [redact_lines(line) for line in lines]
 
 
 def _tail(text: str, need: int) -> tuple[int, list[str], int]:
@@ -361,14 +451,22 @@ def _search(f: _Filters, text: str, position: int) -> Any:
         raise _RegexTooSlow from exc
 
 
-def _candidates(text: str, f: _Filters) -> Iterable[tuple[int, int]]:
-    """Spans of the lines that may match, oldest first, found by searching the whole block."""
-    if f.tokens:
-        lowered = text.lower()
-        # lower() lengthens a few characters (İ); then offsets would not line up.
-        if len(lowered) == len(text):
-            return _lines_holding(text, lowered, f.tokens)
-    elif f.pattern is not None and f.whole_block_regex:
+def _token_spans(text: str, f: _Filters) -> list[tuple[int, int]] | None:
+    """Spans of the lines holding one of the filter's words, found by searching the whole block;
+    None when there are no words (or lower() changed the text's length: offsets would not line up)."""
+    if not f.prefilter.words:
+        return None
+    if f.prefilter.cased:
+        return _lines_holding(text, text, f.prefilter.words)
+    lowered = text.lower()
+    if len(lowered) != len(text):
+        return None
+    return _lines_holding(text, lowered, f.prefilter.words)
+
+
+def _spans(text: str, f: _Filters) -> Iterable[tuple[int, int]]:
+    """Spans of the lines of a redacted block that may match, oldest first."""
+    if f.pattern is not None and f.whole_block_regex:
         return _lines_matching(text, f)
     return _all_lines(text)
 

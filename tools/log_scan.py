@@ -1,5 +1,9 @@
 """The scan of query_logs: what a query found so far and its caps (bytes read, wall time), and
-how files (plain backwards, .gz forwards, through the safe open) and whole outputs go through it."""
+how files (plain backwards, .gz forwards, through the safe open) and whole outputs go through it.
+
+Each block gets the redaction rules that span lines (private keys, whose lines a filter would
+otherwise show one by one without their BEGIN line) before anything looks at it; tools/log_match.py
+redacts the lines themselves before judging them."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from dataclasses import dataclass, field
 from tools.log_files import _DAMAGE, BLOCK_BYTES, MIB, LogFile, _backwards, _end_before, _forwards, open_log
 from tools.log_match import _Filters, _match_block, _OutOfTime
 from tools.log_time import _judge, _Verdict
+from tools.redact import redact_spanning
 
 # Once `limit` lines are found, counting goes on only this far, so a plain "last 50 errors" stays fast.
 COUNT_SCAN_BYTES = 16 * MIB
@@ -107,6 +112,7 @@ def _scan_plain(file: LogFile, scan: _Scan) -> None:
             if index and not scan.may_go_on():
                 return
             scan.scanned += size
+            text = redact_spanning(text)
             judged = _judge(text, scan.f)
             if judged[0] is _Verdict.older:
                 scan.past_since = True
@@ -131,6 +137,7 @@ def _scan_gz(file: LogFile, scan: _Scan) -> None:
                     )
                     break
                 scan.scanned += size
+                text = redact_spanning(text)
                 judged = _judge(text, scan.f)
                 if judged[0] is _Verdict.newer:
                     break
@@ -159,5 +166,6 @@ def _plural(count: int, noun: str) -> str:
 def _scan_text(text: str, size: int, scan: _Scan) -> None:
     """A whole output, oldest line first, through the matcher files go through."""
     scan.scanned += size
+    text = redact_spanning(text)
     if text:
         scan.add(*scan.match(text, scan.limit, _judge(text, scan.f)))

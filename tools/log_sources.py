@@ -14,7 +14,7 @@ from config.policy import Command, Policy, Principal, log_command_problem
 from tools.base import ErrorType, ToolResult
 from tools.commands import CommandBook
 from tools.log_files import MIB
-from tools.log_match import _Filters
+from tools.log_match import _Filters, prefilter_for
 from tools.log_scan import _mb, _Part, _Scan, _scan_text
 from tools.redact import redact_text
 from tools.runner import SYSTEM_PATH, Completed, Sandbox, run, which
@@ -95,7 +95,7 @@ def _query_journal(args: QueryLogsArgs, units: list[str], f: _Filters, journalct
         lines.pop()  # a line cut by the cap, or the empty string after the last newline
     entries = _entries(lines)
     # The level was journald's priority; level words in the text mean nothing more here.
-    filters = dataclasses.replace(f, min_rank=None, tokens=(f.needle,) if f.needle else ())
+    filters = dataclasses.replace(f, min_rank=None, prefilter=prefilter_for(f.needle, None, args.regex))
     scan = _Scan(filters, args.limit)
     _scan_text("\n".join(line for entry in reversed(entries) for line in entry), done.output_bytes, scan)
     if scan.stopped:

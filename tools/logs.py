@@ -70,7 +70,7 @@ from tools.log_files import _backwards as _backwards
 from tools.log_files import log_files as log_files
 from tools.log_match import LEVELS as LEVELS
 from tools.log_match import REGEX_SEARCH_SECONDS as REGEX_SEARCH_SECONDS
-from tools.log_match import _compile, _Filters, _level_tokens, _RegexTooSlow, _shape
+from tools.log_match import _compile, _Filters, _RegexTooSlow, _shape, prefilter_for
 from tools.log_match import _level_rank as _level_rank
 from tools.log_scan import COUNT_SCAN_BYTES as COUNT_SCAN_BYTES
 from tools.log_scan import MAX_SCAN_BYTES as MAX_SCAN_BYTES
@@ -283,8 +283,7 @@ def _filters(args: QueryLogsArgs, zone: tzinfo | None, now: float) -> _Filters |
     return _Filters(
         min_rank=min_rank,
         needle=needle,
-        # The substring is usually the rarer: fewer lines to check one by one, one search, not seven.
-        tokens=(needle,) if needle else _level_tokens(min_rank) if min_rank is not None else (),
+        prefilter=prefilter_for(needle, min_rank, args.regex),
         pattern=pattern,
         whole_block_regex=args.regex is not None and not _shape(args.regex).lookaround,
         since=since,

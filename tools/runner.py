@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tools.base import ErrorType, ToolResult
+from tools.text import without_cut_words
 
 # A fixed search path, so executables cannot be swapped in through opsbot's own PATH.
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -318,10 +319,12 @@ class _Capture:
         return self.total - len(self.head) - len(self.tail)
 
     def text(self) -> str:
-        if not self.dropped or self.keep != "ends":
+        if not self.dropped:
             return bytes(self.head + self.tail).decode("utf-8", errors="replace")
-        head = self.head.decode("utf-8", errors="replace")
-        tail = self.tail.decode("utf-8", errors="replace")
+        head = without_cut_words(self.head.decode("utf-8", errors="replace"), end=True)
+        tail = without_cut_words(self.tail.decode("utf-8", errors="replace"), start=True)
+        if self.keep != "ends":
+            return head + tail
         return f"{head}\n[... {self.dropped:,} bytes cut ...]\n{tail}"
 
     def note(self) -> str | None:

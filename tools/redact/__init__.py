@@ -1,0 +1,48 @@
+"""Secret redaction for any text that leaves a tool: to the model, to a chat, to a log.
+
+A redaction is marked `[REDACTED:kind]` so readers know something was there. The layers, in
+the order they run (README's security section says which catches what):
+
+1. spanning rules, on whole texts (`text.py`): private keys in PEM/OpenSSH/PGP armour, cut or
+   whole, and the bare body lines of one (`pem.py`); Kubernetes env `name`+`value` pairs and a
+   Secret's `data` (`kubernetes.py`);
+2. vendor token shapes (`shapes.py`, from gitleaks' default rules, checked against detect-secrets'
+   plugins): recognisable wherever they appear, beside any key or none;
+3. context (`context.py`, `urls.py`, `headers.py`): an AWS secret key beside its key id, URL
+   userinfo, `Authorization` headers, Docker `auth` strings, a random value right after a word
+   naming a secret;
+4. `key = value` pairs whose key names a secret (`pairs.py`, `keys.py`), in any config format;
+5. for parsed data (`redact`, `redact_structure`, `structure.py`): the value under any dict key
+   that names a secret, whatever its shape, numbers included, a Secret object's data, and dict
+   keys that are themselves secrets.
+
+What is deliberately left readable (one rule for text and structures alike, `markers.harmless`):
+
+- values that cannot authenticate: references and masks (`${DB_PASSWORD}`, `$DB_PASSWORD`,
+  `{{ .Values.token }}`, `<your key here>`, `********`, a file path, an ARN), booleans and null;
+- keys that describe a secret rather than hold it (`token_ttl`, `password_min_length`,
+  `secret_name`, `password_file`, `token_url`, `token_type`...), see `keys.py`;
+- counts of model tokens: a number under a plural key (`max_tokens: 1024`, `prompt_tokens`).
+
+Vendors' documented example keys (`AKIAIOSFODNN7EXAMPLE`, jwt.io's sample token) are redacted
+like real ones: an allowlist of famous examples would be a list of values that leak when someone
+pastes them into a real config, and a shape cannot tell an example from a key.
+
+Every pattern runs in linear time on any input: quantifiers that could overlap are possessive or
+bounded, and decisions that would need backtracking are made in Python on the match instead.
+"""
+
+from tools.redact.markers import Kind, marker, marker_free
+from tools.redact.structure import redact, redact_structure
+from tools.redact.text import redact_lines, redact_spanning, redact_text
+
+__all__ = [
+    "Kind",
+    "marker",
+    "marker_free",
+    "redact",
+    "redact_lines",
+    "redact_spanning",
+    "redact_structure",
+    "redact_text",
+]
