@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import tools.log_files as log_files
 from bot.runbooks.engine import RunbookEngine
 from bot.runbooks.store import InProcessRunStore
-from config.policy import Policy, Service
+from config.policy import Command, Policy, Service
 from config.policy_runbooks import Runbook
 from tests.corpus.secrets import leaks
 from tools.base import Registry, ToolResult
@@ -180,6 +180,19 @@ def test_a_substring_a_marker_holds_cannot_tell_whether_the_secret_held_it(tmp_p
         path.parent.mkdir()
         path.write_text(f"2026-11-29T03:00:05Z ERROR x token={token}\n")
         answers.append(seen(ask(executor_for(path), contains=needle)))
+    assert answers[0] == answers[1]
+
+
+def test_a_log_commands_output_is_judged_redacted_too(tmp_path: Path) -> None:
+    """The same twins, read through a service's log_command (`cat`, through the runner): its
+    output goes through the matcher files go through."""
+    answers = []
+    for directory, token in (("a", TOKEN), ("b", flip(TOKEN, 9))):
+        path = write_log(tmp_path / directory, {**ORIGINAL, "token": token})
+        command = Command.model_validate({"description": "the log", "argv": ["cat", str(path)]})
+        policy = Policy(services={"shop": Service(log_command="log", timezone="UTC")}, commands={"log": command})
+        executor = Executor(Registry([query_logs_tool(policy)]), FAST)
+        answers.append([seen(ask(executor, **query)) for query in battery(TOKEN[4:], "token=ghp_")[::4]])
     assert answers[0] == answers[1]
 
 
