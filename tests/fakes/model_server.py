@@ -3,6 +3,13 @@
 A *policy* is a function from the request body (what the real `openai` client sent) to a
 `Reply`: an answer, tool calls, empty content, or an HTTP error with headers. Policies react
 to the messages they receive, so a test can script "call the tool, then answer from its result".
+
+The server answers the way OpenAI does: one JSON body, or, when the request says
+`"stream": true`, Server-Sent Events in OpenAI's chunk shapes (the shapes recorded from the live
+API in openai-python's `.inline-snapshot/external/*.bin` stream snapshots, and the types in
+`src/openai/types/chat/chat_completion_chunk.py`). How one server family frames the same answer
+(its tool call ids, the name of its reasoning field, whole or piecewise tool call deltas, where
+the usage goes in a stream) is a `Wire`; `tests/fakes/servers.py` builds one per family.
 """
 
 from __future__ import annotations
@@ -14,7 +21,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
+
+from tests.fakes.checks import openai_ordering_error
 
 
 @dataclass
@@ -26,15 +35,53 @@ class Call:
 
 @dataclass
 class Reply:
+    """One answer. `status` other than 200 answers with `error` as the whole JSON body (a
+    documented error body, e.g. `openai_error(...)`), or a generic one when `error` is None.
+
+    `reasoning` is the model's reasoning, sent in the wire's reasoning field. `stream=False`
+    makes the server ignore a request's `"stream": true` and answer one JSON body, one way a
+    server that cannot stream answers (the openai client then finds no events in it; a server
+    that refuses instead is an error reply, e.g. llama.cpp's in `tests/fakes/servers.py`).
+    `chunk_delay_s` spaces the streamed chunks, so a test can see the first one arrive early."""
+
     content: str | None = None
     calls: list[Call] = field(default_factory=list)
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     finish_reason: str | None = None
+    error: dict[str, Any] | None = None
+    reasoning: str | None = None
+    stream: bool = True
+    chunk_delay_s: float = 0.0
 
 
 Policy = Callable[[dict[str, Any]], Reply]
+
+CallIds = Callable[[int, int], str]
+"""Makes a tool call id from the request's number and the call's index in the message."""
+
+
+def numbered_call_id(number: int, index: int) -> str:
+    return f"call_{number}_{index}"
+
+
+@dataclass(frozen=True)
+class Wire:
+    """How a server frames an answer, apart from what the model said.
+
+    - `call_id`: ids given to tool calls that have none of their own.
+    - `reasoning_field`: the message (and delta) field that carries `Reply.reasoning`.
+    - `whole_call_deltas`: stream each tool call whole in one delta (Ollama) instead of OpenAI's
+      first delta with id and name followed by the arguments in pieces.
+    - `stream_usage`, when the request asks for `stream_options.include_usage`: `"final_chunk"`
+      (OpenAI: a last chunk with `choices: []`), `"on_last_choice"` (on the chunk that carries
+      the finish reason), or `"omitted"` (never sent)."""
+
+    call_id: CallIds = numbered_call_id
+    reasoning_field: str = "reasoning_content"
+    whole_call_deltas: bool = False
+    stream_usage: Literal["final_chunk", "on_last_choice", "omitted"] = "final_chunk"
 
 
 def count_tokens(body: dict[str, Any]) -> int:
@@ -43,9 +90,24 @@ def count_tokens(body: dict[str, Any]) -> int:
     return len(re.findall(r"\w+|[^\w\s]", text))
 
 
+def words(text: str) -> list[str]:
+    """`text` in the pieces a streamed answer carries: words with their leading spaces."""
+    return re.findall(r"\s*\S+|\s+", text)
+
+
+def slices(text: str, size: int = 6) -> list[str]:
+    """Tool call arguments in the short fragments OpenAI streams them in."""
+    return [text[start : start + size] for start in range(0, len(text), size)]
+
+
 class ModelServer:
-    def __init__(self, policy: Policy) -> None:
+    """`check_ordering`: refuse, with OpenAI's 400, every request that breaks its pairing rules
+    before the policy sees it (tests/fakes/checks.py); a flavour that checks them itself turns it off."""
+
+    def __init__(self, policy: Policy, wire: Wire | None = None, check_ordering: bool = True) -> None:
         self.policy = policy
+        self.check_ordering = check_ordering
+        self.wire = wire or Wire()
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._counter = 0
@@ -59,12 +121,16 @@ class ModelServer:
                     server.requests.append(body)
                     server._counter += 1
                     number = server._counter
-                reply = server.policy(body)
+                refusal = openai_ordering_error(body.get("messages", [])) if server.check_ordering else None
+                reply = Reply(status=400, error=refusal) if refusal else server.policy(body)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 if reply.status != 200:
-                    payload = {"error": {"message": f"scripted {reply.status}", "type": "scripted"}}
+                    payload = reply.error or {"error": {"message": f"scripted {reply.status}", "type": "scripted"}}
                     self._send(reply.status, payload, reply.headers)
+                    return
+                if body.get("stream") and reply.stream:
+                    self._stream(server._chunks(body, reply, number), reply)
                     return
                 self._send(200, server._completion(body, reply, number), reply.headers)
 
@@ -77,6 +143,20 @@ class ModelServer:
                     self.send_header(key, value)
                 self.end_headers()
                 self.wfile.write(data)
+
+            def _stream(self, chunks: list[dict[str, Any]], reply: Reply) -> None:
+                # HTTP/1.0 without Content-Length: the body ends when the connection closes.
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                for key, value in reply.headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                for chunk in chunks:
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                    if reply.chunk_delay_s:
+                        time.sleep(reply.chunk_delay_s)
+                self.wfile.write(b"data: [DONE]\n\n")
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -102,12 +182,14 @@ class ModelServer:
     def prompt_tokens(self) -> int:
         return sum(count_tokens(body) for body in self.requests)
 
-    def _completion(self, body: dict[str, Any], reply: Reply, number: int) -> dict[str, Any]:
+    def _message(self, reply: Reply, number: int) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.reasoning is not None:
+            message[self.wire.reasoning_field] = reply.reasoning
         if reply.calls:
             message["tool_calls"] = [
                 {
-                    "id": call.id or f"call_{number}_{index}",
+                    "id": self.wire.call_id(number, index) if call.id is None else call.id,
                     "type": "function",
                     "function": {
                         "name": call.name,
@@ -116,32 +198,79 @@ class ModelServer:
                 }
                 for index, call in enumerate(reply.calls)
             ]
+        return message
+
+    @staticmethod
+    def _usage(body: dict[str, Any], message: dict[str, Any]) -> dict[str, int]:
         completion = len(re.findall(r"\w+|[^\w\s]", json.dumps(message)))
+        return {
+            "prompt_tokens": count_tokens(body),
+            "completion_tokens": completion,
+            "total_tokens": count_tokens(body) + completion,
+        }
+
+    @staticmethod
+    def _finish_reason(reply: Reply) -> str:
+        return reply.finish_reason or ("tool_calls" if reply.calls else "stop")
+
+    def _completion(self, body: dict[str, Any], reply: Reply, number: int) -> dict[str, Any]:
+        message = self._message(reply, number)
         return {
             "id": f"chatcmpl-{number}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", "scripted"),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": message,
-                    "finish_reason": reply.finish_reason or ("tool_calls" if reply.calls else "stop"),
-                }
-            ],
-            "usage": {
-                "prompt_tokens": count_tokens(body),
-                "completion_tokens": completion,
-                "total_tokens": count_tokens(body) + completion,
-            },
+            "choices": [{"index": 0, "message": message, "finish_reason": self._finish_reason(reply)}],
+            "usage": self._usage(body, message),
         }
+
+    def _chunks(self, body: dict[str, Any], reply: Reply, number: int) -> list[dict[str, Any]]:
+        """The answer as OpenAI streams it: a role chunk, reasoning and content in word pieces,
+        each tool call as `tool_calls[i]` deltas, an empty delta with the finish reason, and the
+        usage only when the request asked for it (`stream_options.include_usage`)."""
+        message = self._message(reply, number)
+        base = {
+            "id": f"chatcmpl-{number}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": body.get("model", "scripted"),
+        }
+
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            return {**base, "choices": [choice]}
+
+        chunks = [chunk({"role": "assistant", "content": "" if reply.content is not None else None, "refusal": None})]
+        field_name = self.wire.reasoning_field
+        chunks += [chunk({field_name: piece}) for piece in words(reply.reasoning or "")]
+        chunks += [chunk({"content": piece}) for piece in words(reply.content or "")]
+        for index, call in enumerate(message.get("tool_calls", [])):
+            head = {"index": index, "id": call["id"], "type": "function", "function": dict(call["function"])}
+            if self.wire.whole_call_deltas:
+                chunks.append(chunk({"tool_calls": [head]}))
+                continue
+            arguments = head["function"]["arguments"]
+            head["function"]["arguments"] = ""
+            chunks.append(chunk({"tool_calls": [head]}))
+            pieces = [{"index": index, "function": {"arguments": piece}} for piece in slices(arguments)]
+            chunks += [chunk({"tool_calls": [piece]}) for piece in pieces]
+        last = chunk({}, self._finish_reason(reply))
+        chunks.append(last)
+        if (body.get("stream_options") or {}).get("include_usage") is True:
+            usage = self._usage(body, message)
+            if self.wire.stream_usage == "final_chunk":
+                chunks.append({**base, "choices": [], "usage": usage})
+            elif self.wire.stream_usage == "on_last_choice":
+                last["usage"] = usage
+        return chunks
 
 
 # Helpers that policies are built from.
 
 
 def last_message(body: dict[str, Any]) -> dict[str, Any]:
-    return body["messages"][-1]
+    message: dict[str, Any] = body["messages"][-1]
+    return message
 
 
 def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,0 +1,315 @@
+"""The model: any OpenAI-compatible chat-completions endpoint, as real servers answer.
+
+The one place that knows how a server speaks (DESIGN.md, "The model, as servers really answer").
+It shapes every request so strict servers accept it (shaping.py), speaks the endpoint's protocol
+(native tool calling, or ReAct / one-JSON-object text, protocols.py), and turns every reply into
+one `ModelTurn`: calls with unique ids however they came (native, or written as text), the
+thinking kept apart, a cut at the output limit said, usage and time to first token counted.
+
+- Parameters: `max_tokens`, or `max_completion_tokens` for OpenAI's reasoning models (o-series,
+  gpt-5), which also take no temperature but their default. A 400 naming any other parameter as
+  unsupported is retried once without it, and the endpoint is remembered not to get it again.
+  `llm.extra_body` passes server-specific options (vLLM's, Ollama's, LiteLLM's) through.
+- `llm.protocol: auto` starts native and, for this endpoint, switches to ReAct text when the server
+  refuses `tools` or answers in ReAct text, and logs that it did.
+- Streaming (`llm.stream`): the reply comes in pieces, the answer text passed on as it is written
+  (streaming.py); a server that refuses to stream is asked the plain way from then on.
+
+Retries of 429/5xx/timeouts are the `openai` client's own (it honours `Retry-After`); once they
+are spent, every failure becomes one `ModelUnavailable` whose message says what to do.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import openai
+
+from bot.llm.protocols import Protocol, TextReply, read, render, speaks_react
+from bot.llm.reasoning import reasoning_field, split_thinking
+from bot.llm.shaping import template_safe, unique_ids
+from bot.llm.streaming import Assembled, TextSink, assemble
+from bot.llm.textcalls import calls_in_text
+from bot.llm.turns import ModelTurn, ModelUnavailable, Usage
+from bot.messages import ToolCallSpec
+from tools.redact import redact_text
+
+log = logging.getLogger("opsbot.llm")
+
+# OpenAI's reasoning models: `max_completion_tokens`, and no temperature but the default.
+_REASONING_MODEL = re.compile(r"^(?:o\d|gpt-5)", re.I)
+# What servers say when they cannot take `tools` (vLLM without --enable-auto-tool-choice,
+# llama.cpp without --jinja, Ollama for a model without tool support, and others).
+_REFUSES_TOOLS = re.compile(r"(?i)tool[ _-]?(?:choice|call|use|s\b)|function[ _-]?call|--jinja")
+_REFUSES_STREAM = re.compile(r"(?i)stream")
+
+
+class ModelClient:
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+        max_retries: int = 2,
+        temperature: float = 0.0,
+        max_answer_tokens: int = 1024,
+        protocol: Protocol = Protocol.auto,
+        extra_body: dict[str, Any] | None = None,
+        stream: bool = True,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.max_retries = max_retries
+        self.timeout_s = timeout_s
+        self.temperature = temperature
+        self.max_answer_tokens = max_answer_tokens
+        self.extra_body = dict(extra_body or {})
+        self.stream = stream
+        self.usage_in_stream = True  # `stream_options.include_usage`: not every server takes it
+        self.configured = protocol
+        # What this endpoint has shown it speaks and takes; learnt once, kept for the process.
+        self.protocol: Protocol = Protocol.native if protocol is Protocol.auto else protocol
+        self.dropped: set[str] = set()
+        self.renamed: dict[str, str] = {}
+        if base_url is None and _REASONING_MODEL.match(model):
+            self.renamed["max_tokens"] = "max_completion_tokens"
+            self.dropped.add("temperature")
+        # Local OpenAI-compatible servers take no key, but the client insists on one.
+        self._client = openai.OpenAI(
+            api_key=api_key or "not-needed", base_url=base_url, timeout=timeout_s, max_retries=max_retries
+        )
+
+    def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, sink: TextSink | None = None
+    ) -> ModelTurn:
+        """One model call. `tools` None or empty: the model must answer in words. `sink` gets the
+        answer text as it is written, when the endpoint streams."""
+        started = time.monotonic()
+        protocol = self.protocol
+        try:
+            reply, first_token_s = self._ask(protocol, messages, tools, sink)
+            turn = self._turn(protocol, reply, messages, tools, time.monotonic() - started, first_token_s)
+        except _RefusedTools:
+            self._switch(Protocol.react, "the server refused tool definitions")
+            return self.complete(messages, tools, sink)
+        except (AttributeError, IndexError, TypeError, ValueError, KeyError) as exc:
+            # A proxy's HTML error page or a half-compatible server: say so rather than crash.
+            raise ModelUnavailable(
+                f"{self._where} returned a response opsbot cannot read ({type(exc).__name__}); "
+                "check that OPENAI_BASE_URL is an OpenAI-compatible chat-completions endpoint",
+                transient=False,
+            ) from exc
+        return turn
+
+    # ---------------------------------------------------------------- the request
+
+    def _ask(
+        self,
+        protocol: Protocol,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        sink: TextSink | None,
+    ) -> tuple[Assembled, float | None]:
+        shaped = template_safe(messages)
+        if protocol is not Protocol.native:
+            shaped = template_safe(render(protocol, shaped, tools))
+        request = self._request(shaped, tools if protocol is Protocol.native else None)
+        stream = self.stream and sink is not None
+        for attempt in range(3):  # at most two unsupported parameters dropped, then give up
+            try:
+                return self._send(request, protocol, stream, sink)
+            except openai.APIStatusError as exc:
+                if stream and self.usage_in_stream and exc.status_code < 500 and "stream_options" in _said(exc):
+                    self.usage_in_stream = False
+                    log.info("%s takes no stream_options; streaming without usage from now on", self._where)
+                    continue
+                if stream and exc.status_code < 500 and _REFUSES_STREAM.search(_said(exc)):
+                    self.stream = stream = False
+                    log.info("%s does not stream; asking without streaming from now on", self._where)
+                    continue
+                if "tools" in request and self.configured is Protocol.auto and _refuses_tools(exc):
+                    raise _RefusedTools from exc
+                if attempt < 2 and self._adapt(request, exc):
+                    continue
+                raise self._unavailable(exc) from exc
+            except openai.APIError as exc:
+                raise self._unavailable(exc) from exc
+        raise AssertionError("unreachable: the loop above returns or raises")
+
+    def _request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> dict[str, Any]:
+        request: dict[str, Any] = {"model": self.model, "messages": messages}
+        for name, value in (("temperature", self.temperature), ("max_tokens", self.max_answer_tokens)):
+            if name not in self.dropped:
+                request[self.renamed.get(name, name)] = value
+        if tools:
+            request["tools"] = tools
+        if self.extra_body:
+            request["extra_body"] = self.extra_body
+        return request
+
+    def _send(
+        self, request: dict[str, Any], protocol: Protocol, stream: bool, sink: TextSink | None
+    ) -> tuple[Assembled, float | None]:
+        started = time.monotonic()
+        if stream:
+            streamed = {**request, "stream": True}
+            if self.usage_in_stream:
+                streamed["stream_options"] = {"include_usage": True}
+            chunks: Iterable[Any] = self._client.chat.completions.create(**streamed)
+            assembled = assemble(chunks, started, protocol, sink)
+            if assembled.finish_reason is not None or assembled.content or assembled.calls:
+                return assembled, assembled.first_token_s
+            # Nothing came as events: a server that ignores `stream` and answers whole.
+            self.stream = False
+            log.info("%s sent no stream events; asking without streaming from now on", self._where)
+        response = self._client.chat.completions.create(**request)
+        return _whole(response), None
+
+    def _adapt(self, request: dict[str, Any], exc: openai.APIStatusError) -> bool:
+        """Change the request as a 400 asks (an unsupported parameter), remembering it; False if
+        the error asks for nothing opsbot can change."""
+        if exc.status_code != 400:
+            return False
+        said, param = _said(exc), _param(exc)
+        if param == "max_tokens" and "max_completion_tokens" in said and "max_tokens" in request:
+            request["max_completion_tokens"] = request.pop("max_tokens")
+            self.renamed["max_tokens"] = "max_completion_tokens"
+        elif param in request and param not in ("model", "messages", "tools") and re.search(r"(?i)unsupported", said):
+            del request[param]
+            self.dropped.add(param)
+        else:
+            return False
+        log.info("%s refused %s; asking without it from now on (%s)", self._where, param, said[:200])
+        return True
+
+    def _switch(self, protocol: Protocol, why: str) -> None:
+        if self.protocol is not protocol:
+            log.warning("%s: %s; speaking %s from now on", self._where, why, protocol.value)
+            self.protocol = protocol
+
+    # ---------------------------------------------------------------- the reply
+
+    def _turn(
+        self,
+        protocol: Protocol,
+        reply: Assembled,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        duration_s: float,
+        first_token_s: float | None,
+    ) -> ModelTurn:
+        content, thinking = split_thinking(reply.content)
+        reasoning = "\n".join(part for part in (reply.reasoning.strip(), thinking) if part)
+        calls = [
+            ToolCallSpec(id=c["id"], name=c["name"], arguments=c["arguments"])
+            for _, c in sorted(reply.calls.items())
+            if c["name"]
+        ]
+        # Also on a step without tools: a call written there is not run, but it is no answer either.
+        if not calls:
+            spoken = self._spoken(protocol, content)
+            if spoken is not None:
+                calls = [ToolCallSpec(id="", name=name, arguments=arguments) for name, arguments in spoken.calls]
+                content = spoken.answer
+        usage = Usage(
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            model_calls=1,
+            first_token_ms=round(first_token_s * 1000, 1) if first_token_s is not None else None,
+        )
+        return ModelTurn(
+            content=content,
+            tool_calls=unique_ids(calls, messages),
+            usage=usage,
+            duration_s=duration_s,
+            reasoning=reasoning,
+            cut=reply.finish_reason == "length",
+        )
+
+    def _spoken(self, protocol: Protocol, content: str) -> TextReply | None:
+        """Calls (or an answer) a reply holds as text: in the protocol spoken, or, natively,
+        a message that is nothing but calls; or ReAct text, which tells `auto` what this is."""
+        if protocol is not Protocol.native:
+            return read(protocol, content)
+        found = calls_in_text(content)
+        if found is not None:
+            return TextReply(found, "")
+        if self.configured is Protocol.auto and speaks_react(content):
+            self._switch(Protocol.react, "the model answered in ReAct text")
+            return read(Protocol.react, content)
+        return None
+
+    @property
+    def _where(self) -> str:
+        return self.base_url or "the OpenAI API"
+
+    def _unavailable(self, exc: openai.APIError) -> ModelUnavailable:
+        attempts = f"after {self.max_retries + 1} attempt(s)"
+        where = self._where
+        if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+            return ModelUnavailable(
+                f"{where} rejected the API key (HTTP {exc.status_code}): check OPENAI_API_KEY", False, exc.status_code
+            )
+        if isinstance(exc, openai.NotFoundError):
+            return ModelUnavailable(
+                f"{where} does not know model {self.model!r} (HTTP 404): check OPSBOT_MODEL", False, 404
+            )
+        if isinstance(exc, openai.RateLimitError):
+            return ModelUnavailable(f"{where} is rate-limiting opsbot (HTTP 429) {attempts}", True, 429)
+        if isinstance(exc, openai.APITimeoutError):
+            return ModelUnavailable(f"{where} did not answer within {self.timeout_s:g}s {attempts}")
+        if isinstance(exc, openai.APIConnectionError):
+            return ModelUnavailable(f"cannot connect to {where} {attempts}: check OPENAI_BASE_URL and the network")
+        if isinstance(exc, openai.APIStatusError) and exc.status_code >= 500:
+            return ModelUnavailable(f"{where} answered HTTP {exc.status_code} {attempts}", True, exc.status_code)
+        if isinstance(exc, openai.APIStatusError):
+            # 400/413/422: the provider refuses this request (often: too long). Retrying will not help.
+            detail = redact_text(str(exc.message))[:300]
+            return ModelUnavailable(
+                f"{where} refused the request (HTTP {exc.status_code}: {detail})", False, exc.status_code
+            )
+        return ModelUnavailable(f"{where} failed: {redact_text(str(exc))[:300]}")
+
+
+class _RefusedTools(Exception):
+    """The server cannot take tool definitions: `auto` speaks a text protocol to it instead."""
+
+
+def _refuses_tools(exc: openai.APIStatusError) -> bool:
+    return exc.status_code in (400, 404, 422, 500, 501) and _REFUSES_TOOLS.search(_said(exc)) is not None
+
+
+def _said(exc: openai.APIStatusError) -> str:
+    return str(exc.message or "") + " " + str(exc.body or "")
+
+
+def _param(exc: openai.APIStatusError) -> str | None:
+    param = getattr(exc, "param", None)
+    if isinstance(param, str):
+        return param
+    found = re.search(r"(?i)(?:unsupported (?:parameter|value)):? ?'(\w+)'", _said(exc))
+    return found.group(1) if found else None
+
+
+def _whole(response: Any) -> Assembled:
+    """A non-streamed response as an assembled one."""
+    choice = response.choices[0]
+    message = choice.message
+    usage = response.usage
+    return Assembled(
+        content=message.content or "",
+        reasoning=reasoning_field(message),
+        calls={
+            index: {"id": c.id or "", "name": c.function.name or "", "arguments": c.function.arguments or ""}
+            for index, c in enumerate(message.tool_calls or [])
+            if getattr(c, "function", None) is not None
+        },
+        finish_reason=choice.finish_reason,
+        prompt_tokens=(usage.prompt_tokens or 0) if usage else 0,
+        completion_tokens=(usage.completion_tokens or 0) if usage else 0,
+    )
