@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.llm import ModelClient
+from bot.llm import ModelClient, Protocol
 from bot.loop import Agent
 from bot.memory import InProcessMemory, Memory
 from bot.memory_redis import RedisMemory
@@ -22,6 +22,9 @@ def build_model(settings: Settings) -> ModelClient | None:
         max_retries=settings.llm.max_retries,
         temperature=settings.llm.temperature,
         max_answer_tokens=settings.llm.max_answer_tokens,
+        protocol=Protocol(settings.llm.protocol),
+        extra_body=settings.llm.extra_body,
+        stream=settings.llm.stream,
     )
 
 

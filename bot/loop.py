@@ -11,6 +11,7 @@ running, and a run that has spent its calls has its tools withdrawn (`max_calls`
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -19,23 +20,28 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.answer_stream import AnswerLines
+from bot.budget import CallBudget, Refusal
 from bot.context import fit_prompt
+from bot.findings import findings_text
 from bot.guards import LoopGuard, Verdict, call_key, canonical_arguments
 from bot.llm import ModelClient, ModelTurn, ModelUnavailable, Usage
+from bot.llm.shaping import unique_ids
 from bot.memory import Memory, MemoryUnavailable, ThreadBusy, ThreadState
 from bot.messages import Block, Message
 from bot.prompts import (
+    CUT_ANSWER,
     SYSTEM_PROMPT,
     busy_text,
+    continue_note,
+    cut_call,
     final_note,
     llm_unavailable_text,
     memory_unavailable_text,
-    no_answer_text,
     no_model_text,
     nudge_drift,
     nudge_empty,
-    over_run_cap,
-    over_step_cap,
+    stopped_text,
     unsaved_answer_note,
 )
 from bot.reply import CallRecord, Progress, Reply, Step, StopReason
@@ -43,12 +49,13 @@ from bot.summary import blocks_to_fold, write_summary
 from bot.tokens import CHARS_PER_TOKEN
 from config.policy_base import Principal
 from config.settings import LoopLimits, MemorySettings
-from tools.base import ErrorType, Registry, Tool, ToolResult
+from tools.base import ErrorType, Registry, Tool
 from tools.commands import ApprovalRequest
 from tools.executor import Executor, Outcome, RetryPolicy, ToolCall
 from tools.redact import redact, redact_text
 
 log = logging.getLogger("opsbot.steps")
+REASONING_LOG_CHARS = 4_000
 
 
 class Agent:
@@ -67,6 +74,7 @@ class Agent:
         self.limits = limits or LoopLimits()
         self.memory_settings = memory_settings or MemorySettings()
         self.system_prompt = system_prompt
+        self.schemas = self.registry.schemas()  # once: the registry does not change during an agent's life
         self.executor = Executor(
             self.registry,
             RetryPolicy(self.limits.tool_timeout_s, self.limits.tool_retries, self.limits.tool_retry_backoff_s),
@@ -123,8 +131,12 @@ class _Run:
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     steps: list[Step] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
-    notes: list[Message] = field(default_factory=list)  # loop nudges: sent, never stored
+    # Loop nudges, each where it was issued (after that many of this turn's blocks): sent, never stored.
+    notes: list[tuple[int, Block]] = field(default_factory=list)
     approvals: list[ApprovalRequest] = field(default_factory=list)
+    # Every call of this turn and what came of it: for a reply the model did not write.
+    outcomes: list[Outcome] = field(default_factory=list)
+    partial: str = ""  # an answer cut at the output limit, being continued
     nudged_empty: bool = False
     drift_noted: bool = False
 
@@ -136,7 +148,7 @@ class _Run:
         agent.memory.append(self.thread, [user])
         turn_blocks: list[Block] = [user]
         guard = LoopGuard(limits, state.repeats)
-        budget = _CallBudget(limits)
+        budget = CallBudget(limits)
         stop: StopReason | None = None
         while True:
             if stop is None and len(self.steps) + 1 >= limits.max_steps:
@@ -148,22 +160,49 @@ class _Run:
             except ModelUnavailable as exc:
                 return self.reply(llm_unavailable_text(exc, self.steps), StopReason.llm_unavailable)
             if stop is None and turn.tool_calls:
-                block, stop = self._tool_step(turn, guard, budget)
+                turn = self._with_unique_ids(turn, state, turn_blocks)
+                block, stop = self._tool_step(turn, guard, budget, after=len(turn_blocks) + 1)
                 turn_blocks.append(block)
                 continue
             # Tool calls on a step without tools are not run; what came with them is only a preamble.
             answer = "" if turn.tool_calls else turn.content.strip()
             decision = "tool_calls_ignored" if turn.tool_calls else ("answer" if answer else "empty")
-            if not answer and not self.nudged_empty:
+            if answer and turn.cut and not self.partial:
+                # Cut at the output limit: asked once to go on from where it stopped (kept as
+                # written at its end: it may stop after a line break).
+                self.partial = turn.content.lstrip()
+                self._record(Step(n=len(self.steps) + 1, decision="answer_cut", **_tokens(turn)), [], turn)
+                self.notes.append(
+                    (len(turn_blocks), Block(messages=[Message.assistant(self.partial), continue_note()]))
+                )
+                continue
+            answer = self._joined(answer, turn.content, turn.cut)
+            # A nudge only while tools are on offer: on a last, tool-less step the reply says why it stopped.
+            if not answer and not self.nudged_empty and stop is None:
                 self.nudged_empty = True
-                self.notes.append(nudge_empty())
-                self._record(Step(n=len(self.steps) + 1, decision=decision, **_tokens(turn)), [])
+                self.notes.append((len(turn_blocks), Block(messages=[nudge_empty()])))
+                self._record(Step(n=len(self.steps) + 1, decision=decision, **_tokens(turn)), [], turn)
                 continue
             reason = stop or StopReason.answered
+            self._record(Step(n=len(self.steps) + 1, decision=decision, **_tokens(turn)), [], turn)
             if not answer:
-                answer, reason = no_answer_text(self.steps), StopReason.no_answer
-            self._record(Step(n=len(self.steps) + 1, decision=decision, **_tokens(turn)), [])
+                found = findings_text(self.outcomes)
+                return self.reply(stopped_text(stop, self.steps, found), stop or StopReason.no_answer)
             return self._finish(state, turn_blocks, answer, reason)
+
+    def _joined(self, answer: str, written: str, cut: bool) -> str:
+        """The answer with the part that was cut before it (joined as written: the continuation
+        may start mid-sentence, with its own space), and said to be cut if it still is."""
+        if self.partial:
+            answer = (self.partial + written.rstrip()) if answer else self.partial
+        if answer and cut:
+            answer += CUT_ANSWER
+        return answer
+
+    def _with_unique_ids(self, turn: ModelTurn, state: ThreadState, turn_blocks: list[Block]) -> ModelTurn:
+        """The turn's calls with ids no other message of this thread has (bot/llm/shaping.py)."""
+        known = [m.to_api() for b in [*state.blocks, *turn_blocks] for m in b.messages]
+        return dataclasses.replace(turn, tool_calls=unique_ids(turn.tool_calls, known))
 
     def _finish(self, state: ThreadState, turn_blocks: list[Block], answer: str, reason: StopReason) -> Reply:
         turn_blocks.append(Block(messages=[Message.assistant(answer)]))
@@ -177,17 +216,27 @@ class _Run:
         except MemoryUnavailable as exc:
             # The answer is stored; the window stays over budget and is folded next turn.
             _log("fold_failed", thread=self.thread, run=self.run_id, error=str(exc))
-        return self.reply(answer, reason)
+        return self.reply(answer, reason, checked=bool(self.outcomes) or not len(self.agent.registry))
 
-    def _tool_step(self, turn: ModelTurn, guard: LoopGuard, budget: _CallBudget) -> tuple[Block, StopReason | None]:
+    def _tool_step(
+        self, turn: ModelTurn, guard: LoopGuard, budget: CallBudget, after: int
+    ) -> tuple[Block, StopReason | None]:
+        """Run a step's calls; its block, and why the loop must stop, if it must. A note this step
+        issues goes `after` that many of the turn's blocks (right after this step's)."""
         agent, step_n = self.agent, len(self.steps) + 1
         calls = [ToolCall(c.id, c.name, c.arguments) for c in turn.tool_calls]
-        outcomes, refusal = self._outcomes(step_n, calls, guard, budget)
+        if turn.cut:
+            # The output limit cut the reply: the last call's arguments are incomplete, and none runs.
+            limit = agent.model.max_answer_tokens if agent.model is not None else 0
+            outcomes, refusal = [Outcome(call, cut_call(limit), 0, 0.0) for call in calls], None
+        else:
+            outcomes, refusal = self._outcomes(step_n, calls, guard, budget)
+        self.outcomes.extend(outcomes)
         assistant = Message.assistant(turn.content, list(turn.tool_calls))
         block = Block.tool_step(assistant, [Message.tool(o.call.id, o.result.render()) for o in outcomes])
         agent.memory.append(self.thread, [block], guard.changed())
         stop: StopReason | None = None
-        note = None
+        note = "the reply was cut at the output limit: no call ran" if turn.cut else None
         waiting = _approval_requests(outcomes)
         self.approvals.extend(waiting)
         if waiting:
@@ -202,17 +251,17 @@ class _Run:
                 stop, note = StopReason.loop_detected, f"{drift}: tools withdrawn"
             else:
                 self.drift_noted = True
-                self.notes.append(nudge_drift(drift))
+                self.notes.append((after, Block(messages=[nudge_drift(drift)])))
                 note = f"{drift}: nudged"
         records = [_call_record(o) for o in outcomes]
         if refusal is not None:
             note = "; ".join(n for n in (refusal.note(outcomes), note) if n)
-        self._record(Step(n=step_n, decision="tool_calls", calls=records, note=note, **_tokens(turn)), outcomes)
+        self._record(Step(n=step_n, decision="tool_calls", calls=records, note=note, **_tokens(turn)), outcomes, turn)
         return block, stop
 
     def _outcomes(
-        self, step_n: int, calls: list[ToolCall], guard: LoopGuard, budget: _CallBudget
-    ) -> tuple[list[Outcome], _Refusal | None]:
+        self, step_n: int, calls: list[ToolCall], guard: LoopGuard, budget: CallBudget
+    ) -> tuple[list[Outcome], Refusal | None]:
         """One outcome per call, in order, and what the budget refused, if anything.
 
         Identical calls in one message run once and share it; repeats of earlier calls are
@@ -251,19 +300,29 @@ class _Run:
         return outcomes, refusal
 
     def _ask(self, state: ThreadState, turn_blocks: list[Block], final: StopReason | None) -> ModelTurn:
-        agent = self.agent
-        self.progress.on_model_call(len(self.steps) + 1)
+        agent, step_n = self.agent, len(self.steps) + 1
+        self.progress.on_model_call(step_n)
         head = [Message.system(agent.system_prompt)]
         if state.summary:
             head.append(Message.system(f"Summary of earlier turns in this thread:\n{state.summary}"))
-        tail = [*self.notes, *([final_note(final, agent.limits)] if final is not None else [])]
-        messages = fit_prompt(head, state.blocks, turn_blocks, tail, agent.limits.max_prompt_tokens)
+        tail = [final_note(final, agent.limits)] if final is not None else []
+        messages = fit_prompt(head, state.blocks, self._with_notes(turn_blocks), tail, agent.limits.max_prompt_tokens)
         assert agent.model is not None
+        sink = AnswerLines(self.progress, step_n, continuing=bool(self.partial))
         turn = agent.model.complete(
-            [m.to_api() for m in messages], tools=None if final is not None else agent.registry.schemas()
+            [m.to_api() for m in messages], tools=None if final is not None else agent.schemas, sink=sink
         )
+        sink.close()
         self.usage.add(turn.usage)
         return turn
+
+    def _with_notes(self, turn_blocks: list[Block]) -> list[Block]:
+        """This turn's blocks with each note where it was issued: a nudge stays beside what it was
+        about, rather than being sent again, stale, at the end of every later request."""
+        out: list[Block] = []
+        for index, block in enumerate(turn_blocks):
+            out += [block, *(note for at, note in self.notes if at == index + 1)]
+        return out
 
     def _fold(self, state: ThreadState, turn_blocks: list[Block]) -> None:
         settings = self.agent.memory_settings
@@ -277,7 +336,7 @@ class _Run:
         self.usage.add(usage)
         self.agent.memory.fold(self.thread, state.skipped + count, summary)
 
-    def _record(self, step: Step, outcomes: list[Outcome]) -> None:
+    def _record(self, step: Step, outcomes: list[Outcome], turn: ModelTurn | None = None) -> None:
         self.steps.append(step)
         _log(
             "step",
@@ -291,10 +350,15 @@ class _Run:
             prompt_tokens=step.prompt_tokens,
             completion_tokens=step.completion_tokens,
             model_ms=step.model_ms,
+            first_token_ms=step.first_token_ms,
+            # The model's thinking, for whoever reads the log (-v): never the answer.
+            reasoning=redact_text(turn.reasoning)[:REASONING_LOG_CHARS]
+            if turn is not None and turn.reasoning
+            else None,
         )
         self.progress.on_step(step)
 
-    def reply(self, text: str, reason: StopReason) -> Reply:
+    def reply(self, text: str, reason: StopReason, checked: bool = True) -> Reply:
         return Reply(
             thread=self.thread,
             text=redact_text(text),
@@ -303,54 +367,8 @@ class _Run:
             usage=self.usage,
             duration_s=time.monotonic() - self.started,
             approvals=self.approvals,
+            checked=checked,
         )
-
-
-@dataclass(frozen=True)
-class _Refusal:
-    """The calls past a cap (by `call_key`), what they are told, and which cap it was."""
-
-    keys: frozenset[str]
-    result: ToolResult
-    setting: str
-    cap: int
-
-    def note(self, outcomes: list[Outcome]) -> str:
-        """For people; counted per tool_call_id, as the step lists them, duplicates included."""
-        refused = sum(1 for outcome in outcomes if call_key(outcome.call) in self.keys)
-        return f"{refused} call(s) not run: over {self.setting} ({self.cap})"
-
-
-@dataclass
-class _CallBudget:
-    """The tool calls a run may still run: `max_calls_per_step` per model message, and
-    `max_calls_per_run` in all. Every call handed to the executor counts, bad arguments included;
-    a repeat answered by the guard and a call refused here do not."""
-
-    limits: LoopLimits
-    ran: int = 0
-
-    @property
-    def per_run(self) -> int:
-        return self.limits.max_calls_per_run
-
-    @property
-    def spent(self) -> bool:
-        return self.ran >= self.per_run
-
-    def admit(self, wanted: list[ToolCall]) -> tuple[list[ToolCall], _Refusal | None]:
-        """The first of `wanted` (distinct calls, in the order the model sent them) that fit both
-        caps, and what the rest are told (None when every call fits)."""
-        # Never below zero: a negative slice would run all but the last calls.
-        per_step, room = self.limits.max_calls_per_step, max(0, self.per_run - self.ran)
-        allowed = min(per_step, room)
-        admitted, rest = wanted[:allowed], frozenset(call_key(call) for call in wanted[allowed:])
-        self.ran += len(admitted)
-        if not rest:
-            return admitted, None
-        if room < per_step:
-            return admitted, _Refusal(rest, over_run_cap(self.per_run), "max_calls_per_run", self.per_run)
-        return admitted, _Refusal(rest, over_step_cap(len(wanted), per_step), "max_calls_per_step", per_step)
 
 
 def _log(event: str, **fields: Any) -> None:
@@ -358,11 +376,19 @@ def _log(event: str, **fields: Any) -> None:
     log.info(json.dumps({"event": event, **fields}, ensure_ascii=False, default=str))
 
 
+def _thinking(turn: ModelTurn | None) -> str | None:
+    """The model's thinking, redacted, for whoever reads the step log (-v): never the answer."""
+    if turn is None or not turn.reasoning:
+        return None
+    return redact_text(turn.reasoning)[:REASONING_LOG_CHARS]
+
+
 def _tokens(turn: ModelTurn) -> dict[str, Any]:
     return {
         "prompt_tokens": turn.usage.prompt_tokens,
         "completion_tokens": turn.usage.completion_tokens,
         "model_ms": round(turn.duration_s * 1000, 1),
+        "first_token_ms": turn.usage.first_token_ms,
     }
 
 

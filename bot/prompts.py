@@ -83,13 +83,45 @@ def calls_done(steps: list[Step]) -> str:
     return "; ".join(what if times == 1 else f"{what} ({times}x)" for what, times in done.items())
 
 
-def no_answer_text(steps: list[Step]) -> str:
+_STOPPED_BECAUSE = {
+    StopReason.repeated_call: "the model kept repeating a call whose result it already had, and gave no answer",
+    StopReason.loop_detected: "the model kept circling between similar calls and gave no answer",
+    StopReason.max_steps: "the model used all its steps for this question without answering",
+    StopReason.max_calls: "the model ran all the tool calls allowed for this question without answering",
+    StopReason.time_budget: "the time for this question ran out before the model answered",
+    StopReason.needs_approval: "a command waits for a person's approval, and the model said nothing more",
+}
+
+
+def stopped_text(reason: StopReason | None, steps: list[Step], found: str) -> str:
+    """The reply when the loop stops without a model answer: truthfully why, and what the tools found."""
+    why = _STOPPED_BECAUSE.get(reason, "the model replied with nothing, twice") if reason is not None else None
     done = calls_done(steps)
-    did = f" What I did: {done}." if done else ""
-    return (
-        "I could not get an answer out of the model for this question (it replied with nothing twice)."
-        f"{did} Try asking more specifically, or use a direct command such as `logs <service>`."
+    parts = [f"I stopped: {why or 'the model replied with nothing, twice'}."]
+    if found:
+        parts.append(f"What the tools found:\n{found}")
+    if done:
+        parts.append(f"What I did: {done}.")
+    parts.append("Try asking more specifically, or use a direct command such as `logs <service>`.")
+    return "\n".join(parts)
+
+
+def cut_call(max_tokens: int) -> ToolResult:
+    """The answer to a call the model's output limit cut: its arguments are incomplete."""
+    return ToolResult.failure(
+        ErrorType.invalid_args,
+        f"this call was cut off at the output limit ({max_tokens} tokens), so its arguments are incomplete; "
+        "it was not run",
+        hint="call again with shorter arguments, one call at a time",
     )
+
+
+def continue_note() -> Message:
+    return _note("Your answer was cut off at the output limit. Continue exactly where it stopped; repeat nothing.")
+
+
+CUT_ANSWER = "\n\n(The answer was cut off at the model's output limit: raise `llm.max_answer_tokens` to see all of it.)"
+UNCHECKED = "Not checked against your systems: the model answered without running any tool."
 
 
 def llm_unavailable_text(error: ModelUnavailable, steps: list[Step] | None = None) -> str:

@@ -45,6 +45,7 @@ class Step(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     model_ms: float = 0.0
+    first_token_ms: float | None = Field(default=None, description="when the reply was streamed")
     note: str | None = None
 
 
@@ -57,6 +58,11 @@ class Reply(BaseModel):
     duration_s: float = 0.0
     approvals: list[ApprovalRequest] = Field(
         default_factory=list, description="write commands the model asked for, waiting for a person"
+    )
+    checked: bool = Field(
+        default=True,
+        description="False when the model answered without any tool result in this turn though tools were "
+        "offered: nothing it says was checked against the systems (front ends say so)",
     )
 
 
@@ -71,3 +77,10 @@ class Progress:
 
     def on_step(self, step: Step) -> None:
         """A step is finished."""
+
+    def on_answer_text(self, step: int, text: str) -> None:
+        """More of the answer as the model writes it: whole lines, redacted (a preview: the
+        Reply's text is the answer)."""
+
+    def on_answer_reset(self, step: int) -> None:
+        """What `on_answer_text` gave in this step was not the answer after all (thinking)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import ConfigDict, Field, SecretStr, field_validator
@@ -24,6 +24,16 @@ class ModelSettings(Strict):
     max_retries: int = Field(default=2, ge=0, le=10, description="client retries on 429/5xx/timeouts")
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_answer_tokens: int = Field(default=1024, gt=0)
+    protocol: Literal["auto", "native", "react", "json"] = Field(
+        default="auto",
+        description="how tool calls are exchanged: native function calling, ReAct or one-JSON-object text for "
+        "servers without it, or auto (native, switching to ReAct for an endpoint that refuses tools)",
+    )
+    stream: bool = Field(default=True, description="stream replies, so answers show as they are written")
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict,
+        description="server-specific request fields passed through as they are (vLLM, Ollama, LiteLLM options)",
+    )
 
 
 class LoopLimits(Strict):

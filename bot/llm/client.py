@@ -43,8 +43,13 @@ log = logging.getLogger("opsbot.llm")
 # OpenAI's reasoning models: `max_completion_tokens`, and no temperature but the default.
 _REASONING_MODEL = re.compile(r"^(?:o\d|gpt-5)", re.I)
 # What servers say when they cannot take `tools` (vLLM without --enable-auto-tool-choice,
-# llama.cpp without --jinja, Ollama for a model without tool support, and others).
-_REFUSES_TOOLS = re.compile(r"(?i)tool[ _-]?(?:choice|call|use|s\b)|function[ _-]?call|--jinja")
+# llama.cpp without --jinja, Ollama for a model without tool support, and others), or when their
+# chat template cannot hold tool messages between the user's and the assistant's (a template that
+# only knows strict alternation).
+_REFUSES_TOOLS = re.compile(
+    r"(?i)tool choice requires|requires --jinja|(?:does not|doesn't) support (?:tools|tool|function)"
+    r"|(?:tools?|tool use|tool calling|function calling)(?: is| are)? not supported|roles must alternate"
+)
 _REFUSES_STREAM = re.compile(r"(?i)stream")
 
 
@@ -128,7 +133,8 @@ class ModelClient:
                     self.usage_in_stream = False
                     log.info("%s takes no stream_options; streaming without usage from now on", self._where)
                     continue
-                if stream and exc.status_code < 500 and _REFUSES_STREAM.search(_said(exc)):
+                # llama.cpp answers its request errors with a 500 ("Cannot use tools with stream").
+                if stream and exc.status_code <= 500 and _REFUSES_STREAM.search(_said(exc)):
                     self.stream = stream = False
                     log.info("%s does not stream; asking without streaming from now on", self._where)
                     continue
@@ -234,11 +240,12 @@ class ModelClient:
     def _spoken(self, protocol: Protocol, content: str) -> TextReply | None:
         """Calls (or an answer) a reply holds as text: in the protocol spoken, or, natively,
         a message that is nothing but calls; or ReAct text, which tells `auto` what this is."""
-        if protocol is not Protocol.native:
-            return read(protocol, content)
         found = calls_in_text(content)
         if found is not None:
+            # Any protocol: a model asked for ReAct may still write the calls it was trained on.
             return TextReply(found, "")
+        if protocol is not Protocol.native:
+            return read(protocol, content)
         if self.configured is Protocol.auto and speaks_react(content):
             self._switch(Protocol.react, "the model answered in ReAct text")
             return read(Protocol.react, content)

@@ -186,3 +186,10 @@ def _public(text: str, start: int) -> bool:
             return False
         end = begin - 1
     return False
+
+
+def might_be_key_material(line: str) -> bool:
+    """Whether a line on its own could be part of a key: an armour line or a wrapped body line
+    (a text shown line by line holds such lines back until it is clear what they were)."""
+    stripped = line.strip()
+    return stripped.startswith("-----") or _WRAPPED_LINE.fullmatch(line) is not None

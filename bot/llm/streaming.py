@@ -1,0 +1,144 @@
+"""A streamed reply put back together, and the part of it worth showing as it comes.
+
+Chunks carry the content in pieces and each tool call as `tool_calls[i]` deltas (id and name
+first, the arguments in pieces). Usage comes in a last chunk without choices when the request
+asked for it (`stream_options.include_usage`), and not from every server.
+
+Only what is surely answer text is passed on while it streams: text that could still turn out to
+be a call written as text (`{`, a fence, `<tool_call>`, `[TOOL_CALLS]`) or thinking (`<think>`)
+is held back; a ReAct reply is shown from its `Final Answer:` on. A `</think>` arriving after
+text was shown means that text was thinking: the sink is told to forget it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from bot.llm.protocols import Protocol as Speech
+
+
+class TextSink(Protocol):
+    """Where answer text goes as the model writes it."""
+
+    def text(self, piece: str) -> None: ...
+
+    def reset(self) -> None: ...
+
+
+@dataclass
+class Assembled:
+    content: str = ""
+    reasoning: str = ""
+    calls: dict[int, dict[str, str]] = field(default_factory=dict)  # index -> id, name, arguments
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    first_token_s: float | None = None
+
+
+_MARKERS = ("{", "[", "```", "<tool_call>", "[TOOL_CALLS]", "<|python_tag|>", "<function=", "<think>")
+_FINAL = re.compile(r"(?im)^[ \t>*#-]*(?:final[ \t_]*answer|最终答案)[ \t]*[:：][ \t]*")
+
+
+def assemble(chunks: Iterable[Any], started: float, speech: Speech, sink: TextSink | None) -> Assembled:
+    out = Assembled()
+    gate = _Gate(speech, sink)
+    for chunk in chunks:
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            out.prompt_tokens = usage.prompt_tokens or 0
+            out.completion_tokens = usage.completion_tokens or 0
+        for choice in getattr(chunk, "choices", None) or []:
+            delta = choice.delta
+            if out.first_token_s is None and (delta.content or delta.tool_calls or _reasoning(delta)):
+                out.first_token_s = time.monotonic() - started
+            out.reasoning += _reasoning(delta)
+            if delta.content:
+                out.content += delta.content
+                gate.add(delta.content)
+            for call in delta.tool_calls or []:
+                _add_call(out.calls, call)
+            if choice.finish_reason:
+                out.finish_reason = choice.finish_reason
+    return out
+
+
+def _reasoning(delta: Any) -> str:
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(delta, name, None)
+        if value is None:
+            value = (getattr(delta, "model_extra", None) or {}).get(name)
+        if isinstance(value, str):
+            return value
+    return ""
+
+
+def _add_call(calls: dict[int, dict[str, str]], delta: Any) -> None:
+    index = delta.index if delta.index is not None else len(calls)
+    call = calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+    if delta.id:
+        call["id"] = delta.id
+    function = delta.function
+    if function is not None:
+        if function.name:
+            call["name"] += function.name
+        if function.arguments:
+            call["arguments"] += function.arguments
+
+
+class _Gate:
+    """Decides, as text arrives, whether it is answer text to pass on."""
+
+    def __init__(self, speech: Speech, sink: TextSink | None) -> None:
+        self.speech = speech
+        self.sink = sink
+        self.seen = ""  # everything since the last decision point
+        self.state = "undecided"  # or "showing", "thinking", "held"
+        self.shown = 0  # characters of `seen` already passed on
+
+    def add(self, piece: str) -> None:
+        if self.sink is None or self.state == "held":
+            return
+        self.seen += piece
+        if self.state == "showing" and "</think>" in self.seen:
+            # Thinking without its opening tag: what was shown was not the answer.
+            self.sink.reset()
+            self._restart_after("</think>")
+        if self.state == "thinking":
+            if "</think>" not in self.seen:
+                return
+            self._restart_after("</think>")
+        if self.state == "undecided":
+            self._decide()
+        if self.state == "showing":
+            self.sink.text(self.seen[self.shown :])
+            self.shown = len(self.seen)
+
+    def _restart_after(self, tag: str) -> None:
+        self.seen = self.seen.split(tag, 1)[1]
+        self.state, self.shown = "undecided", 0
+
+    def _decide(self) -> None:
+        if self.speech is Speech.json:
+            self.state = "held"
+            return
+        if self.speech is Speech.react:
+            final = _FINAL.search(self.seen)
+            if final is not None:
+                self.seen, self.state = self.seen[final.end() :], "showing"
+            return
+        head = self.seen.lstrip()
+        if not head:
+            return
+        if head.startswith("<think>"):
+            self.seen, self.state = head, "thinking"
+            return
+        if any(head.startswith(m) for m in _MARKERS):
+            self.state = "held"
+        elif not any(m.startswith(head) for m in _MARKERS):
+            # Shown as written, leading space included: a continuation of a cut answer needs it.
+            self.state = "showing"
