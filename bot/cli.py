@@ -12,10 +12,11 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
+from bot.answer_stream import AnswerPreview
 from bot.build import build_agent
 from bot.commands import NotACommand, Parsed, parse_command, run_command
 from bot.loop import Agent
-from bot.prompts import no_model_text
+from bot.prompts import UNCHECKED, no_model_text
 from bot.reply import Progress, Reply, Step
 from config.check import ConfigError, load_file_config
 from config.policy import Policy, Principal
@@ -30,17 +31,29 @@ TERMINAL_USER = Principal(platform="cli", user=getpass.getuser())
 EXIT_CONFIG = 2
 EXIT_NO_ANSWER = 3
 
+THINKING_NOTE = "  (the lines above were the model's thinking, not its answer)"
+
 
 class TerminalProgress(Progress):
-    """Each step as one line: what was called, with what, and how it came out."""
+    """Each step as one line on `stream`; the answer's lines on `answer_stream` as the model writes them."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: Any, answer_stream: Any, prompt: str = "", color: str | None = None) -> None:
         self.stream = stream
+        self.answer_stream = answer_stream
+        self.prompt = prompt
+        self.color = color
+        self.preview = AnswerPreview()
+        self.mid_line = False  # the answer's last streamed line is not finished
 
     def on_tool_start(self, step: int, tool: str, args: Any) -> None:
+        self._end_line()
         click.secho(f"  … step {step}: {tool} {_args(args)}", fg="bright_black", file=self.stream)
 
     def on_step(self, step: Step) -> None:
+        if step.calls:
+            self.preview.clear()
+        if step.calls or step.note:
+            self._end_line()  # only then: a cut answer's continuation goes on on the same line
         for call in step.calls:
             mark = "✓" if call.status == "ok" else "✗"
             detail = f" – {call.error}" if call.error else ""
@@ -52,6 +65,35 @@ class TerminalProgress(Progress):
             )
         if step.note:
             click.secho(f"  ! {step.note}", fg="yellow", file=self.stream)
+
+    def on_answer_text(self, step: int, text: str) -> None:
+        if not self.preview.text:
+            click.secho(self.prompt, fg=self.color, nl=False, file=self.answer_stream)
+        click.secho(text, fg=self.color, nl=False, file=self.answer_stream)
+        self.preview.add(step, text)
+        self.mid_line = not text.endswith("\n")
+
+    def on_answer_reset(self, step: int) -> None:
+        if self.preview.drop(step):
+            self._end_line()
+            click.secho(THINKING_NOTE, fg="bright_black", file=self.answer_stream)
+
+    def finish(self, answer: str, color: str | None) -> None:
+        """Print what `answer` adds to what streamed of it; all of it when none of it streamed."""
+        # Printed lines cannot be taken back: a continuation that lost its space is still the answer.
+        rest = self.preview.rest(answer) if self.preview.text else None
+        if rest is None:
+            self._end_line()
+            click.secho(f"{self.prompt}{answer}", fg=color, file=self.answer_stream)
+        elif rest or self.mid_line:
+            click.secho(rest, fg=color, file=self.answer_stream)
+        self.mid_line = False
+
+    def _end_line(self) -> None:
+        """Finish a streamed line before anything else is printed, on either stream."""
+        if self.mid_line:
+            click.echo(file=self.answer_stream)
+            self.mid_line = False
 
 
 def _args(args: Any) -> str:
@@ -141,22 +183,28 @@ def _answer(agent: Agent, policy: Policy, text: str, thread: str, stream: Any) -
     if parsed is not None:
         click.echo(run_command(agent, parsed, thread, TERMINAL_USER).text, file=stream)
         return None
-    reply = agent.run(text, thread=thread, progress=TerminalProgress(sys.stderr), principal=TERMINAL_USER)
-    color = "cyan" if reply.stop_reason == "answered" else "yellow"
-    click.secho(f"opsbot> {reply.text}", fg=color, file=stream)
-    click.secho(
-        f"  ({reply.stop_reason.value} · {len(reply.steps)} step(s) · {reply.usage.model_calls} model call(s) · "
-        f"{reply.usage.prompt_tokens + reply.usage.completion_tokens} tokens · {reply.duration_s:.1f}s)",
-        fg="bright_black",
-        file=stream,
-    )
+    progress = TerminalProgress(sys.stderr, stream, prompt="opsbot> ", color="cyan")
+    reply = agent.run(text, thread=thread, progress=progress, principal=TERMINAL_USER)
+    progress.finish(reply.text, "cyan" if reply.stop_reason == "answered" else "yellow")
+    if not reply.checked:
+        click.secho(UNCHECKED, fg="yellow", file=stream)
+    click.secho(f"  ({_footer(reply)})", fg="bright_black", file=stream)
     return reply
+
+
+def _footer(reply: Reply) -> str:
+    usage = reply.usage
+    first = f" · first token {usage.first_token_ms:.0f} ms" if usage.first_token_ms is not None else ""
+    return (
+        f"{reply.stop_reason.value} · {len(reply.steps)} step(s) · {usage.model_calls} model call(s) · "
+        f"{usage.prompt_tokens + usage.completion_tokens} tokens{first} · {reply.duration_s:.1f}s"
+    )
 
 
 @main.command()
 @click.argument("question")
 @click.option("--thread", default="cli:default", show_default=True, help="Conversation to continue.")
-@click.option("--json", "as_json", is_flag=True, help="Print text, stop reason, steps and usage as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print text, stop reason, checked, steps and usage as JSON.")
 @click.pass_context
 def ask(ctx: click.Context, question: str, thread: str, as_json: bool) -> None:
     """Ask one question (or run one direct command) and print the answer."""
@@ -167,9 +215,17 @@ def ask(ctx: click.Context, question: str, thread: str, as_json: bool) -> None:
         output = run_command(agent, parsed, thread, TERMINAL_USER)
         click.echo(json.dumps({"text": output.text, "ok": output.ok}) if as_json else output.text)
         ctx.exit(0 if output.ok else 1)
-    progress = Progress() if as_json else TerminalProgress(sys.stderr)
-    reply = agent.run(question, thread=thread, progress=progress, principal=TERMINAL_USER)
-    click.echo(reply.model_dump_json(indent=2) if as_json else reply.text)
+    if as_json:
+        # Nothing streams: stdout is one JSON document (`checked` says whether tools backed the answer).
+        reply = agent.run(question, thread=thread, progress=Progress(), principal=TERMINAL_USER)
+        click.echo(reply.model_dump_json(indent=2))
+    else:
+        progress = TerminalProgress(sys.stderr, sys.stdout)
+        reply = agent.run(question, thread=thread, progress=progress, principal=TERMINAL_USER)
+        progress.finish(reply.text, None)
+        if not reply.checked:
+            # Beside the steps on stderr: stdout stays the answer alone, for whoever pipes it.
+            click.secho(UNCHECKED, fg="yellow", err=True)
     if reply.stop_reason in ("no_model", "no_answer", "llm_unavailable", "memory_unavailable", "busy"):
         ctx.exit(EXIT_NO_ANSWER)
 

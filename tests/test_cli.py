@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -13,8 +14,10 @@ from typing import Any
 
 import pytest
 
+from bot.cli import THINKING_NOTE
+from bot.prompts import CUT_ANSWER, UNCHECKED
 from config.settings import SAMPLE_CONFIG
-from tests.fakes.model_server import Call, ModelServer, Reply, tool_results
+from tests.fakes.model_server import Call, ModelServer, Reply, script, tool_results
 
 SAMPLE_LOGS = SAMPLE_CONFIG.parent / "logs"
 
@@ -179,6 +182,7 @@ def test_ask_json_reports_text_stop_reason_steps_and_usage(tmp_path: Path, with_
     assert reply["text"].startswith("checkout returns 502s because payments times out.")
     assert error_lines("checkout")[-1] in reply["text"]  # the model saw the real tool result
     assert reply["stop_reason"] == "answered"
+    assert reply["checked"] is True
     tool_steps = [step for step in reply["steps"] if step["calls"]]
     assert len(tool_steps) == 1
     [record] = tool_steps[0]["calls"]
@@ -247,3 +251,76 @@ def test_a_malformed_url_in_the_environment_is_named_not_a_traceback(tmp_path: P
     done = opsbot("ask", "services", cwd=tmp_path, **{name: value})
     assert done.returncode == 2
     assert words in done.stderr and "Traceback" not in done.stderr
+
+
+# ---------------------------------------------------------------- the answer as it streams
+
+
+def test_chat_streams_the_answer_once_and_gives_the_time_to_first_token(tmp_path: Path, with_model: Any) -> None:
+    done = opsbot("chat", cwd=tmp_path, stdin="why 502?\nexit\n", **with_model(why_502))
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("checkout returns 502s because payments times out.") == 1, done.stdout
+    assert done.stdout.count(error_lines("checkout")[-1]) == 1
+    [footer] = [line for line in done.stdout.splitlines() if "answered ·" in line]
+    assert re.search(r" · first token \d+ ms · ", footer), footer
+    assert UNCHECKED not in done.stdout, "the answer came from a tool result"
+
+
+def test_chat_says_above_the_footer_when_the_answer_was_not_checked(tmp_path: Path, with_model: Any) -> None:
+    done = opsbot("chat", cwd=tmp_path, stdin="is auth ok?\nexit\n", **with_model(lambda body: Reply(content="Yes.")))
+
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    at = lines.index(UNCHECKED)
+    assert "answered ·" in lines[at + 1]
+    [answer] = [line for line in lines if "Yes." in line]
+    assert answer.endswith("opsbot> Yes.")  # after the prompt for the next question, stdin not echoed
+
+
+def test_ask_prints_an_unchecked_answer_alone_on_stdout_and_says_so_on_stderr(tmp_path: Path, with_model: Any) -> None:
+    done = opsbot("ask", "is auth ok?", cwd=tmp_path, **with_model(lambda body: Reply(content="Yes.\nAll fine.")))
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Yes.\nAll fine.\n"
+    assert UNCHECKED in done.stderr
+
+
+def test_ask_json_says_whether_the_answer_was_checked_and_streams_nothing(tmp_path: Path, with_model: Any) -> None:
+    checked = json.loads(opsbot("ask", "--json", "why 502?", cwd=tmp_path, **with_model(why_502)).stdout)
+    done = opsbot("ask", "--json", "is auth ok?", cwd=tmp_path, **with_model(lambda body: Reply(content="Yes.")))
+
+    assert checked["checked"] is True
+    reply = json.loads(done.stdout)  # the whole of stdout is the JSON document
+    assert reply["checked"] is False and reply["text"] == "Yes."
+    assert reply["usage"]["first_token_ms"] is not None
+
+
+def test_thinking_without_its_opening_tag_is_called_thinking_and_the_answer_printed_once(
+    tmp_path: Path, with_model: Any
+) -> None:
+    thinking = "The user asks about checkout.\nMaybe payments?\n</think>"
+    model = with_model(lambda body: Reply(content=f"{thinking}Payments times out.\nRestart it."))
+
+    done = opsbot("chat", cwd=tmp_path, stdin="why 502?\nexit\n", **model)
+
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.index("The user asks about checkout.") < out.index(THINKING_NOTE) < out.index("Payments times out.")
+    assert out.count("Payments times out.") == 1 and out.count("Restart it.") == 1, out
+    assert "opsbot> Payments times out.\nRestart it.\n" in out
+
+
+def test_a_cut_answer_streams_once_and_ends_with_the_cut_note(tmp_path: Path, with_model: Any) -> None:
+    model = with_model(
+        script(
+            Reply(content="Checkout fails because", finish_reason="length"),
+            Reply(content=" payments times out", finish_reason="length"),
+        )
+    )
+
+    done = opsbot("ask", "why 502?", cwd=tmp_path, **model)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("payments times out") == 1, done.stdout
+    assert done.stdout.endswith(f"payments times out{CUT_ANSWER}\n")

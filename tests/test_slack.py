@@ -16,6 +16,7 @@ from slack_sdk.socket_mode.client import BaseSocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
+from bot.prompts import UNCHECKED
 from bot.slack.app import build_slack_app
 from config.policy import Policy
 from config.policy_commands import Command
@@ -89,7 +90,21 @@ def settle(stack: Stack) -> None:
 
 
 def answer_text(message: dict[str, Any]) -> str:
-    return " ".join(b.get("text", "") for b in message.get("blocks", []) if b["type"] == "markdown") or message["text"]
+    """The answer as people read it: a posted answer's markdown block, or what streamed below the steps."""
+    posted = " ".join(b.get("text", "") for b in message.get("blocks", []) if b["type"] == "markdown")
+    return posted or "\n".join(line for line in message["text"].splitlines() if not is_step_line(line)).strip()
+
+
+def is_step_line(line: str) -> bool:
+    return line.startswith(("✓ ", "✗ ", "! "))
+
+
+def blocks_of(message: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [b for b in message.get("blocks", []) if b["type"] == kind]
+
+
+def context_texts(message: dict[str, Any]) -> list[str]:
+    return [e["text"] for b in blocks_of(message, "context") for e in b["elements"]]
 
 
 def user_messages(body: dict[str, Any]) -> list[str]:
@@ -108,9 +123,10 @@ def test_a_mention_gets_one_answer_in_its_thread_with_its_steps_shown(make_stack
     [answer] = answered(stack, "C1", mention["ts"])
     assert answer_text(answer) == "db down"
     assert "query_logs" in answer["text"] and "service=checkout" in answer["text"], "steps streamed into the answer"
-    context = answer["blocks"][1]["elements"][0]["text"]
+    [context] = context_texts(answer)
     assert "2 step(s)" in context and "2 model call(s)" in context and "tokens" in context
-    assert [e["action_id"] for e in answer["blocks"][2]["elements"]] == ["opsbot_feedback_good", "opsbot_feedback_bad"]
+    [feedback] = blocks_of(answer, "actions")
+    assert [e["action_id"] for e in feedback["elements"]] == ["opsbot_feedback_good", "opsbot_feedback_bad"]
     statuses = stack.slack.statuses("C1", mention["ts"])
     assert "querying checkout logs…" in statuses and statuses[-1] == "", "status shown per step, cleared at the end"
     assert stack.model is not None
@@ -402,6 +418,60 @@ def test_a_queue_left_by_a_dead_process_is_taken_over(make_stack) -> None:
     assert answer_text(answered(stack, "C1", thread.thread_ts)[0]) == "answer to left behind"
 
 
+# The answer as it streams (pacing and resets in detail: tests/test_slack_stream.py).
+
+
+def test_the_answer_streams_below_its_steps_and_is_in_its_message_once(make_stack) -> None:
+    answer = "The database is down.\nRestart it.\nThen look again."
+    stack = make_stack(script(Reply(calls=[Call("list_services", {})]), Reply(content=answer)))
+    mention = payloads.app_mention("<@UBOT> why is checkout down?")
+    stack.event(mention)
+    [message] = answered(stack, "C1", mention["ts"])
+    assert stack.slack.replies("C1", mention["ts"]) == [message], "steps and answer share one message"
+    [steps, blank, *rest] = message["text"].splitlines()
+    assert is_step_line(steps) and "list_services" in steps and blank == ""
+    assert rest == answer.splitlines()
+    assert not blocks_of(message, "markdown"), "the streamed text is the answer: no second copy below it"
+    assert UNCHECKED not in " ".join(context_texts(message)), "the answer came after a tool result"
+    assert len(stack.slack.calls("chat.stopStream")) == 1 and not stack.slack.calls("chat.postMessage")
+
+
+def test_an_answer_without_any_tool_result_says_it_was_not_checked(make_stack) -> None:
+    stack = make_stack(echo())
+    mention = payloads.app_mention("<@UBOT> is auth fine?")
+    stack.event(mention)
+    [message] = answered(stack, "C1", mention["ts"])
+    assert answer_text(message) == "answer to is auth fine?"
+    assert context_texts(message)[0] == f":warning: {UNCHECKED}"
+
+
+def test_thinking_streamed_before_the_answer_is_not_in_the_answer(make_stack) -> None:
+    thinking = "The user asks about auth.\nI should answer briefly.\n</think>"
+    stack = make_stack(script(Reply(content=f"{thinking}Auth is fine.")))
+    mention = payloads.app_mention("<@UBOT> is auth fine?")
+    stack.event(mention)
+    [message] = answered(stack, "C1", mention["ts"])
+    assert stack.slack.replies("C1", mention["ts"]) == [message]
+    [start] = stack.slack.calls("chat.startStream")
+    assert start.args["chunks"][0]["text"] == "The user asks about auth.\n", "it streamed as if it were the answer"
+    assert [b["text"] for b in blocks_of(message, "markdown")] == ["Auth is fine."]
+    everything = json.dumps(message)
+    assert "The user asks" not in everything and "briefly" not in everything
+
+
+def test_a_workspace_without_streams_gets_the_whole_answer_once_below_the_steps(make_stack) -> None:
+    answer = "The database is down.\nRestart it."
+    stack = make_stack(script(Reply(calls=[Call("list_services", {})]), Reply(content=answer)))
+    stack.slack.streams_supported = False
+    mention = payloads.app_mention("<@UBOT> why is checkout down?")
+    stack.event(mention)
+    [message] = answered(stack, "C1", mention["ts"])
+    assert [b["text"] for b in blocks_of(message, "markdown")] == [answer]
+    [steps] = [m for m in stack.slack.replies("C1", mention["ts"]) if m["ts"] != message["ts"]]
+    assert "Restart it" not in json.dumps(steps), "the answer is not in the steps message"
+    assert len(stack.slack.calls("chat.startStream")) == 1, "not asked again once refused"
+
+
 # Feedback.
 
 
@@ -410,7 +480,7 @@ def test_feedback_is_recorded(make_stack) -> None:
     mention = payloads.app_mention("<@UBOT> hi")
     stack.event(mention)
     [answer] = answered(stack, "C1", mention["ts"])
-    value = answer["blocks"][2]["elements"][1]["value"]
+    value = blocks_of(answer, "actions")[0]["elements"][1]["value"]
     stack.click("opsbot_feedback_bad", value, user="U5", message_ts=answer["ts"])
     assert stack.slack.wait_for(lambda: stack.built.state.feedback(value), 5)
     assert stack.built.state.feedback(value) == {"U5": "bad"}

@@ -11,6 +11,7 @@ import json
 import shlex
 from typing import Any
 
+from bot.prompts import UNCHECKED
 from bot.reply import Reply, Step
 from bot.slack.jobs import PendingApproval
 from tools.text import cut_middle
@@ -22,9 +23,14 @@ DENY = "opsbot_deny"
 FEEDBACK = "opsbot_feedback"
 ANSWER_EVENT = "opsbot_answer"
 
-# Slack's limits: 3000 characters per section text, 12000 for markdown blocks in one message.
+# Slack's limits: 3000 characters per section text, 12000 for markdown blocks in one message
+# (and for the markdown text of one stream call).
 _SECTION_CHARS = 2900
-_MARKDOWN_CHARS = 11_000
+MARKDOWN_CHARS = 11_000
+
+# Said in a stream when the text streamed as the answer was the model's thinking (it is taken out
+# of the message when the answer is complete).
+THINKING_NOTE = "_(the lines above were the model's thinking, not its answer)_"
 
 _TOOL_DOING = {
     "query_logs": "querying {service} logs",
@@ -86,11 +92,14 @@ def context_line(reply: Reply) -> str:
 
 
 def answer_blocks(reply: Reply, answer_id: str) -> list[Block]:
-    return [
-        {"type": "markdown", "text": _cut(escape(reply.text), _MARKDOWN_CHARS)},
-        {"type": "context", "elements": [{"type": "mrkdwn", "text": escape(context_line(reply))}]},
-        *feedback_blocks(answer_id),
-    ]
+    return [{"type": "markdown", "text": _cut(escape(reply.text), MARKDOWN_CHARS)}, *answer_footer(reply, answer_id)]
+
+
+def answer_footer(reply: Reply, answer_id: str) -> list[Block]:
+    """What follows the answer's text: whether it was checked, what it took, the feedback buttons
+    (alone, they end a message whose answer text was streamed)."""
+    unchecked = [] if reply.checked else [_context(f":warning: {escape(UNCHECKED)}")]
+    return [*unchecked, _context(escape(context_line(reply))), *feedback_blocks(answer_id)]
 
 
 def feedback_blocks(answer_id: str) -> list[Block]:

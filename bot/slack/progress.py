@@ -1,23 +1,45 @@
 """Showing a run in its thread as it happens, and ending it with exactly one answer.
 
-The thread status says what opsbot is doing ("querying checkout logs…"). Steps appear as they
-finish: streamed into the answer message where Slack's stream API is available (the answer then
-completes that same message), else in one steps message updated per step, with the answer posted
-below it. Slack failures here never stop a run: a status or a steps update that fails is skipped;
-only the answer itself is retried (posting.py).
+The thread status says what opsbot is doing ("querying checkout logs…"). Where Slack's stream API
+is available, steps and then the answer, as the model writes it, stream into one message
+(slack_sdk's `chat_stream()` helper), and the stop completes it: the rest of the answer, the
+context line and the feedback buttons, and the marker that makes it the answer. Elsewhere the
+steps go to one steps message updated per step, and the answer is posted below it once complete.
+Slack failures here never stop a run: a status or a steps update that fails is skipped; only the
+answer itself is retried (posting.py).
+
+A stream only grows. Text that streamed as the answer and was not (thinking the model wrote
+without its opening tag, a preview the final answer does not begin with) cannot be taken back
+while it streams, so once the stream is stopped the message is rewritten as the steps and the
+answer alone.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import time
+from collections.abc import Callable
 from typing import Any
 from urllib.error import URLError
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
+from slack_sdk.web.chat_stream import ChatStream
 
+from bot.answer_stream import AnswerPreview
 from bot.reply import Progress, Reply, Step
-from bot.slack.blocks import answer_blocks, context_line, escape, status_text, step_lines, steps_message
+from bot.slack.blocks import (
+    MARKDOWN_CHARS,
+    THINKING_NOTE,
+    answer_blocks,
+    answer_footer,
+    context_line,
+    escape,
+    status_text,
+    step_lines,
+    steps_message,
+)
 from bot.slack.jobs import Job
 from bot.slack.posting import marker, post_once
 
@@ -25,15 +47,25 @@ log = logging.getLogger("opsbot.slack")
 
 _SLACK_FAILURES = (SlackApiError, URLError, OSError)
 
+# Slack takes about one update a second per message: answer lines wait and go together, at most
+# this often (steps, minutes apart, go as they finish).
+APPEND_EVERY_S = 1.0
+
 
 class SlackProgress(Progress):
-    def __init__(self, client: WebClient, job: Job, stream: bool) -> None:
+    def __init__(self, client: WebClient, job: Job, stream: bool, clock: Callable[[], float] = time.monotonic) -> None:
         self.client = client
         self.job = job
         self.channel = job.thread.channel
         self.thread_ts = job.thread.thread_ts
+        self.clock = clock
         self.stream_wanted = stream
-        self.stream_ts: str | None = None
+        self.streamer: ChatStream | None = None
+        self.stream_ends_line = True  # what streamed so far ends with a newline (or is nothing)
+        self.last_append_s = -math.inf
+        self.preview = AnswerPreview()
+        self.sent = 0  # characters of `preview.text` given to the stream
+        self.misled = False  # the stream holds text given as the answer that was not
         self.steps_ts: str | None = None
         self.lines: list[str] = []
         self.status_works = True
@@ -46,12 +78,31 @@ class SlackProgress(Progress):
 
     def on_step(self, step: Step) -> None:
         new = step_lines(step)
-        if not new:
-            return
         self.lines.extend(new)
-        if self.stream_wanted and self._stream_append("\n".join(new) + "\n"):
-            return
-        self._show_steps(done=False)
+        # Answer text still waiting goes first; with no step lines it waits for the next append or the stop.
+        lines = "".join(f"{line}\n" for line in new)
+        shown = bool(new) and self.stream_wanted and self._append(self._then(self._unsent(), lines))
+        if step.calls:
+            # What the model wrote before calling tools stays, as said; the answer is still to come.
+            self.preview.clear()
+            self.sent = 0
+        if new and not shown:
+            self._show_steps(done=False)
+
+    def on_answer_text(self, step: int, text: str) -> None:
+        if not self.stream_wanted:
+            return  # without a stream the answer is shown once complete
+        self.preview.add(step, text)
+        if self.clock() - self.last_append_s >= APPEND_EVERY_S:
+            self._append(self._unsent())
+
+    def on_answer_reset(self, step: int) -> None:
+        self.preview.drop(step)
+        if self.sent > len(self.preview.text):
+            self.misled = True
+            self.sent = len(self.preview.text)
+            if self.stream_wanted:
+                self._append(self._then("", f"{THINKING_NOTE}\n"))
 
     def status(self, text: str) -> None:
         """Set the thread status; an app or thread that cannot have one is not asked again."""
@@ -64,57 +115,97 @@ class SlackProgress(Progress):
             log.info("thread status unavailable (%s); steps are shown as messages only", _error(exc))
 
     def finish(self, reply: Reply) -> str:
-        """Post the answer exactly once; its ts. Raises `PostFailed` when Slack refuses it for good."""
-        blocks = answer_blocks(reply, self.job.id)
-        fallback = f"{reply.text}\n({context_line(reply)})"
+        """Give the answer exactly once; its ts. Raises `PostFailed` when Slack refuses it for good."""
         try:
-            if self.stream_ts is not None and self._stream_stop(reply, blocks):
-                return self.stream_ts
             if self.steps_ts is not None:
                 self._show_steps(done=True)
+            if self.streamer is not None and self.streamer.ts is not None and self._stop(reply, self.streamer):
+                return self.streamer.ts
             # A stop that took effect but whose response was lost already holds the answer.
             return post_once(
                 self.client,
                 self.channel,
                 self.thread_ts,
                 self.job.id,
-                escape(fallback),
-                blocks,
-                check_first=self.stream_ts is not None or self.job.resumed,
+                escape(_fallback(reply)),
+                answer_blocks(reply, self.job.id),
+                check_first=self.streamer is not None or self.job.resumed,
             )
         finally:
             self.status("")
 
-    def _stream_append(self, text: str) -> bool:
+    def _unsent(self) -> str:
+        """The answer text not yet streamed, as markdown, now counted as streamed."""
+        text = self.preview.text
+        if len(text) == self.sent or len(escape(text)) > MARKDOWN_CHARS:
+            return ""  # nothing new, or more than a message holds: the end rewrites it, cut
+        gap = "" if self.sent or self.streamer is None else "\n" if self.stream_ends_line else "\n\n"
+        unsent, self.sent = text[self.sent :], len(text)
+        return gap + escape(unsent)
+
+    def _then(self, text: str, more: str) -> str:
+        """`more` streamed after `text`, from the start of a line."""
+        ends_line = text.endswith("\n") if text else self.stream_ends_line
+        return text + more if ends_line or not more else f"{text}\n{more}"
+
+    def _append(self, text: str) -> bool:
+        """Stream `text`, starting the stream if need be; False when Slack will not stream here."""
+        if not text:
+            return True
         try:
-            if self.stream_ts is None:
-                response = self.client.chat_startStream(
+            if self.streamer is None:
+                self.streamer = self.client.chat_stream(
                     channel=self.channel,
                     thread_ts=self.thread_ts,
-                    markdown_text=text,
                     recipient_user_id=self.job.user,
                     recipient_team_id=self.job.thread.team,
+                    # Sent as given: lines are coalesced here, by time, not by the helper's size.
+                    buffer_size=1,
                 )
-                self.stream_ts = str(response["ts"])
-            else:
-                self.client.chat_appendStream(channel=self.channel, ts=self.stream_ts, markdown_text=text)
-            return True
+            self.streamer.append(markdown_text=text)
         except _SLACK_FAILURES as exc:
             log.info("streaming unavailable (%s); steps go to a steps message", _error(exc))
             self.stream_wanted = False
+            if self.streamer is not None and self.streamer.ts is None:
+                self.streamer = None  # never started: there is nothing to stop
             return False
+        self.last_append_s = self.clock()
+        self.stream_ends_line = text.endswith("\n")
+        return True
 
-    def _stream_stop(self, reply: Reply, blocks: list[dict[str, Any]]) -> bool:
-        """Complete the streamed message with the answer; False if it could not be, so it is posted."""
-        assert self.stream_ts is not None
+    def _stop(self, reply: Reply, streamer: ChatStream) -> bool:
+        """Complete the streamed message as the answer; False if it could not be, so it is posted.
+
+        Slack renders the stop's blocks below the streamed text: when the answer streamed, what it
+        still adds (a cut note) and the footer complete it; else the whole answer does."""
+        rest = self.preview.rest(reply.text) if self.preview.text else None
+        fits = len(escape(reply.text)) <= MARKDOWN_CHARS
+        if rest is not None and fits:
+            markdown, blocks = self._unsent() + escape(rest), answer_footer(reply, self.job.id)
+        else:
+            markdown, blocks = "", answer_blocks(reply, self.job.id)
         try:
-            self.client.chat_stopStream(
-                channel=self.channel, ts=self.stream_ts, blocks=blocks, metadata=marker(self.job.id)
-            )
-            return True
+            streamer.stop(markdown_text=markdown or None, blocks=blocks, metadata=marker(self.job.id))
         except _SLACK_FAILURES as exc:
             log.warning("could not complete the streamed answer (%s); posting it instead", _error(exc))
             return False
+        if self.misled or (self.preview.text and (rest is None or not fits)):
+            self._rewrite(reply, streamer)
+        return True
+
+    def _rewrite(self, reply: Reply, streamer: ChatStream) -> None:
+        """Make the stopped message the steps and the answer alone (see the module's docstring)."""
+        steps = steps_message(self.lines, done=True)[1] if self.lines else []
+        try:
+            self.client.chat_update(
+                channel=self.channel,
+                ts=str(streamer.ts),
+                text=escape(_fallback(reply)),
+                blocks=[*steps, *answer_blocks(reply, self.job.id)],
+                metadata=marker(self.job.id),
+            )
+        except _SLACK_FAILURES as exc:
+            log.warning("the answer message still shows what streamed before the answer (%s)", _error(exc))
 
     def _show_steps(self, done: bool) -> None:
         text, blocks = steps_message(self.lines, done)
@@ -132,6 +223,11 @@ class SlackProgress(Progress):
                 self.client.chat_update(channel=self.channel, ts=self.steps_ts, text=text, blocks=blocks)
         except _SLACK_FAILURES as exc:
             log.info("steps message not updated: %s", _error(exc))
+
+
+def _fallback(reply: Reply) -> str:
+    """The message's plain text, for notifications."""
+    return f"{reply.text}\n({context_line(reply)})"
 
 
 def _error(exc: Exception) -> str:
