@@ -16,6 +16,7 @@ A script, not a test (pytest does not collect it). It uses the real `bot.loop.Ag
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import statistics
@@ -31,6 +32,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bot.llm import ModelClient  # noqa: E402
+from bot.llm.shaping import template_safe  # noqa: E402
+from bot.llm.streaming import Assembled  # noqa: E402
 from bot.loop import Agent  # noqa: E402
 from bot.memory import InProcessMemory, Memory  # noqa: E402
 from bot.memory_redis import RedisMemory  # noqa: E402
@@ -238,11 +241,39 @@ def run_thread(limits: LoopLimits, memory_settings: MemorySettings, tools: list[
             "answer": replies[-1].text,
             "recalled": FACT in replies[-1].text,
             "last_request_tokens": count_tokens(last_body),
+            "last_request": last_body["messages"],
             "stops": {r.stop_reason.value for r in replies},
         }
 
 
 # --- output -----------------------------------------------------------------------------------
+
+
+# --- 4: reading a reply ----------------------------------------------------------------------
+
+PARSE_REPLIES = {
+    "native call": Assembled(calls={0: {"id": "c1", "name": "query_logs", "arguments": '{"service": "checkout"}'}}),
+    "call written as JSON text": Assembled(content=json.dumps({"name": "query_logs", "arguments": {"service": "x"}})),
+    "Hermes <tool_call> text": Assembled(content='<tool_call>{"name": "query_logs", "arguments": {}}</tool_call>'),
+    "answer with <think>": Assembled(content="<think>" + "weighing it " * 40 + "</think>The pool is exhausted."),
+    "plain answer (400 chars)": Assembled(content="The payments pool is exhausted. " * 12),
+}
+
+
+def parsing_costs(messages: list[dict[str, Any]]) -> list[list[str]]:
+    """Microseconds the client spends reading each kind of reply and shaping one request."""
+    model = ModelClient(model="bench", base_url="http://127.0.0.1:9/v1")
+    rows = []
+    for label, reply in PARSE_REPLIES.items():
+        begun = time.perf_counter()
+        for _ in range(1000):
+            model._turn(model.protocol, reply, messages, [{}], 0.0, None)
+        rows.append([label, f"{(time.perf_counter() - begun) * 1000:.1f}"])
+    begun = time.perf_counter()
+    for _ in range(1000):
+        template_safe(messages)
+    rows.append([f"shaping a {len(messages)}-message request", f"{(time.perf_counter() - begun) * 1000:.1f}"])
+    return rows
 
 
 def table(headers: list[str], rows: list[list[str]]) -> str:
@@ -360,6 +391,8 @@ def main() -> None:
     print(table(headers, rows))
     verdict = "met" if ratio <= TARGET_TOKEN_RATIO and defaults["recalled"] else "NOT met"
     print(f"   (a)/(b) = {ratio:.1%}; target <= {TARGET_TOKEN_RATIO:.0%} with the turn-1 fact answerable -> {verdict}")
+    print("\n4. Reading a reply and shaping a request, in the client (µs each, mean of 1000)")
+    print(table(["what", "µs"], parsing_costs(defaults["last_request"])))
     print(f"\n(finished in {time.perf_counter() - started:.1f} s)")
 
 
