@@ -8,7 +8,7 @@ import re
 
 from tools.redact.keys import secret_key
 from tools.redact.markers import Kind, harmless, marker
-from tools.redact.pairs import QUOTE, SEPARATOR, VALUE
+from tools.redact.pairs import QUOTE, SEPARATOR, VALUE, value_group
 
 # Kubernetes env and ECS task definitions: `- name: DB_PASSWORD` then `value: x`, or one JSON object.
 _ENV_PAIR = re.compile(
@@ -16,7 +16,6 @@ _ENV_PAIR = re.compile(
     rf"{QUOTE}value{SEPARATOR}{VALUE}"
 )
 _ENV_REACH = 300  # how far before a `value` its `name` may be
-_VALUE_GROUPS = ("escaped", "double", "single", "reference", "bare")
 
 
 def redact_env_pairs(text: str) -> str:
@@ -36,8 +35,7 @@ def redact_env_pairs(text: str) -> str:
 
 
 def _env_pair(match: re.Match[str]) -> str:
-    found = match.groupdict()
-    group = next((g for g in _VALUE_GROUPS if found.get(g) is not None), None)
+    group = value_group(match)
     if group is None or not secret_key(match.group("key")) or harmless(match.group(group)):
         return match.group(0)
     return match.group(0)[: match.start(group) - match.start()] + marker(Kind.secret_value)

@@ -104,7 +104,7 @@ def _keyed(text: str) -> str:
         match = _AFTER_KEY.match(text, end)
         if match is None:
             continue
-        key, group = text[start:end], _group(match)
+        key, group = text[start:end], value_group(match)
         if group is None or _elsewhere(text, start, key, match.group(group)):
             continue
         replacement = _replacement(key, match, group)
@@ -149,7 +149,7 @@ def _key_runs(text: str, lowered: str) -> list[tuple[int, int]]:
     return runs
 
 
-def _group(match: re.Match[str]) -> str | None:
+def value_group(match: re.Match[str]) -> str | None:
     """The name of the value's group that matched: the value's alternatives are the pattern's
     last groups, so the last group to close is the one."""
     return match.lastgroup if match.lastgroup in _VALUE_GROUPS else None
@@ -179,7 +179,7 @@ def _vendor_credential(value: str) -> bool:
 
 
 def _pair(match: re.Match[str]) -> str:
-    group = _group(match)
+    group = value_group(match)
     replacement = _replacement(match.group("key"), match, group) if group is not None else None
     if replacement is None:
         return match.group(0)
