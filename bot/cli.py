@@ -134,10 +134,13 @@ def _settings(ctx: click.Context) -> Settings:
         click.echo(f"Fix the file, then check it with: opsbot --config {path} check-config", err=True)
         raise click.exceptions.Exit(EXIT_CONFIG) from exc
     except ValidationError as exc:
-        for error in exc.errors():
-            name = ".".join(str(part) for part in error["loc"]) or "settings"
-            click.secho(f"environment: {name}: {error['msg']}", fg="red", err=True)
+        for line in _environment_problems(exc):
+            click.secho(line, fg="red", err=True)
         raise click.exceptions.Exit(EXIT_CONFIG) from exc
+
+
+def _environment_problems(exc: ValidationError) -> list[str]:
+    return [f"environment: {'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()]
 
 
 @main.command()
@@ -281,6 +284,10 @@ def check_config(ctx: click.Context, path: Path | None) -> None:
         ctx.exit(1)
     # Only the tools know their arguments, so this is checked here rather than when the files load.
     problems = runbook_arg_problems(policy.model_copy(update={"runbooks": runbooks}))
+    try:
+        Settings()  # the environment (REDIS_URL, tokens, endpoints) as chat, ask and serve read it
+    except ValidationError as exc:
+        problems += _environment_problems(exc)
     for problem in problems:
         click.secho(problem, fg="red", err=True)
     if problems:

@@ -57,6 +57,10 @@ class Memory(Protocol):
         """Hold the thread's run lock; raise `ThreadBusy` after waiting `wait_s`."""
         yield
 
+    def break_lock(self, thread: str) -> None:
+        """Free the thread's run lock, whoever holds it: only for a holder known to be gone (its
+        process died, so the lease it drained the thread under lapsed)."""
+
     def describe(self) -> str:
         """Where the memory lives, for messages to people."""
 
@@ -153,6 +157,11 @@ class InProcessMemory:
                 if self._locks.get(thread, ("", 0))[0] == token:
                     del self._locks[thread]
                 self._mutex.notify_all()
+
+    def break_lock(self, thread: str) -> None:
+        with self._mutex:
+            self._locks.pop(thread, None)
+            self._mutex.notify_all()
 
     def _refresh_lock(self, thread: str) -> None:
         """Each stored step proves the run is alive: its lock lasts another lock_ttl_s."""

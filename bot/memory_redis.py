@@ -3,6 +3,9 @@
 Every method is one round trip (a pipeline); writes are MULTI/EXEC so a crash never leaves half
 a step behind. Any connection failure becomes `MemoryUnavailable`; redis-py reconnects on the
 next call, so opsbot recovers on its own when Redis returns.
+
+A thread's keys share one hash tag, `opsbot:thread:{<thread>}:blocks` (`:summary`, `:repeats`,
+`:lock`): on Redis Cluster they are in one slot, as its MULTI/EXEC and scripts require.
 """
 
 from __future__ import annotations
@@ -12,13 +15,12 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-import redis
 from pydantic import ValidationError
 
 from bot.memory import MemoryUnavailable, ThreadBusy, ThreadState, first_turn_start
 from bot.messages import Block
+from bot.redis_client import REDIS_ERRORS, RedisClient, connect, describe
 
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
@@ -32,24 +34,33 @@ return 0
 
 class RedisMemory:
     def __init__(
-        self, url: str, ttl_s: int = 7 * 24 * 3600, prefix: str = "opsbot", client: redis.Redis | None = None
+        self, url: str, ttl_s: int = 7 * 24 * 3600, prefix: str = "opsbot", client: RedisClient | None = None
     ) -> None:
         self.url = url
         self.ttl_s = ttl_s
         self.prefix = prefix
         self.round_trips = 0
-        self._redis = client or redis.Redis.from_url(
-            url, socket_connect_timeout=2, socket_timeout=5, health_check_interval=30, decode_responses=True
-        )
-        self._release = self._redis.register_script(_RELEASE)
+        self._client = client
         self._held: dict[str, tuple[str, int]] = {}  # thread -> (lock token, ttl ms) held by this process
 
+    @property
+    def _redis(self) -> RedisClient:
+        # Made on first use: a Cluster client reads the slot map as it is made, and a cluster down
+        # at startup is then "not now" like any other outage rather than a failed start.
+        if self._client is None:
+            self._client = connect(self.url)
+        return self._client
+
+    def _base(self, thread: str) -> str:
+        # An empty tag would hash the whole key: the empty thread is `%`, which no other encodes to.
+        return f"{self.prefix}:thread:{{{_tag_text(thread) or '%'}}}"
+
     def _keys(self, thread: str) -> dict[str, str]:
-        base = f"{self.prefix}:thread:{thread}"
+        base = self._base(thread)
         return {"blocks": f"{base}:blocks", "summary": f"{base}:summary", "repeats": f"{base}:repeats"}
 
     def _lock_key(self, thread: str) -> str:
-        return f"{self.prefix}:thread:{thread}:lock"
+        return f"{self._base(thread)}:lock"
 
     def load(self, thread: str, new_turn: bool) -> ThreadState:
         keys = self._keys(thread)
@@ -84,7 +95,8 @@ class RedisMemory:
                 # Each stored step proves the run is alive: its lock lasts another lock_ttl_s.
                 token, ttl_ms = self._held[thread]
                 # Script text rather than EVALSHA: no SCRIPT EXISTS round trip, no NOSCRIPT after a restart.
-                pipe.eval(_REFRESH, 1, self._lock_key(thread), token, ttl_ms)
+                # As a plain command: a Cluster pipeline has no eval() (redis-py), but queues EVAL.
+                pipe.execute_command("EVAL", _REFRESH, 1, self._lock_key(thread), token, ttl_ms)
             self._execute(pipe)
 
     def fold(self, thread: str, folded_blocks: int, summary: str) -> None:
@@ -97,12 +109,12 @@ class RedisMemory:
             self._execute(pipe)
 
     def reset(self, thread: str) -> None:
-        with self._pipeline(transaction=False) as pipe:
-            pipe.delete(*self._keys(thread).values())
-            self._execute(pipe)
+        keys = self._keys(thread).values()
+        self._call(lambda: self._redis.delete(*keys))
 
     def forget_all(self, prefix: str) -> int:
-        pattern = f"{self.prefix}:thread:{_glob_escape(prefix)}*"
+        # Every master's keys on a cluster: RedisCluster.scan_iter asks each in turn.
+        pattern = f"{self.prefix}:thread:{{{_glob_escape(_tag_text(prefix))}*"
 
         def forget() -> int:
             threads = set()
@@ -131,16 +143,24 @@ class RedisMemory:
         finally:
             self._held.pop(thread, None)
             try:
-                self._call(lambda: self._release(keys=[key], args=[token]))
+                self._call(lambda: self._redis.eval(_RELEASE, 1, key, token))
             except MemoryUnavailable:
                 pass  # the lock expires by itself after ttl_s
 
+    def break_lock(self, thread: str) -> None:
+        key = self._lock_key(thread)
+        self._call(lambda: self._redis.delete(key))
+
     def describe(self) -> str:
-        return f"Redis at {_without_password(self.url)}"
+        return describe(self.url)
 
     @contextmanager
     def _pipeline(self, transaction: bool) -> Iterator[Any]:
-        with self._redis.pipeline(transaction=transaction) as pipe:
+        try:
+            client = self._redis
+        except REDIS_ERRORS as exc:
+            raise self._unavailable(exc) from exc
+        with client.pipeline(transaction=transaction) as pipe:
             yield pipe
 
     def _execute(self, pipe: Any) -> list[Any]:
@@ -151,18 +171,20 @@ class RedisMemory:
         self.round_trips += 1
         try:
             return func()
-        except redis.RedisError as exc:
+        except REDIS_ERRORS as exc:
             # Unreachable, out of memory, or a read-only replica after failover: all mean "not now".
-            raise MemoryUnavailable(f"cannot use {self.describe()}: {exc}") from exc
+            raise self._unavailable(exc) from exc
+
+    def _unavailable(self, exc: Exception) -> MemoryUnavailable:
+        return MemoryUnavailable(f"cannot use {self.describe()}: {exc}")
+
+
+def _tag_text(thread: str) -> str:
+    """The thread as written inside its keys' hash tag. A tag ends at the first `}`, so `}` is
+    percent-encoded (and `%` with it, so two threads never share keys); encoded, a prefix of a
+    thread is still a prefix of its tag, which `forget_all` looks keys up by."""
+    return thread.replace("%", "%25").replace("}", "%7D")
 
 
 def _glob_escape(text: str) -> str:
     return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
-
-
-def _without_password(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username or ''}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))

@@ -15,6 +15,7 @@ from pydantic import ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from config.policy import Policy, Strict
+from config.redis_url import parse_redis_url
 
 SAMPLE_CONFIG = Path(__file__).parent / "sample" / "opsbot.yaml"
 
@@ -71,7 +72,16 @@ class MemorySettings(Strict):
 
 class SlackSettings(Strict):
     workers: int = Field(default=64, ge=1, le=512, description="agent runs at once in one process")
-    backlog: int = Field(default=64, ge=0, description="runs waiting for a worker before people are told it is busy")
+    backlog: int = Field(
+        default=64, ge=0, description="runs waiting for a worker here; beyond, jobs wait in Redis for any process"
+    )
+    drain_lease_s: float = Field(
+        default=15.0,
+        gt=0,
+        le=60,
+        description="a process drains a thread under a lease it renews every third of this; a dead "
+        "process's threads are taken over this long (and at most a third more) after it died",
+    )
     stream: bool = Field(default=True, description="stream steps and answer into one message where Slack allows")
     thread_context_messages: int = Field(
         default=20, ge=0, le=200, description="earlier messages read when mentioned in an existing thread"
@@ -158,8 +168,8 @@ class Settings(BaseSettings):
     @field_validator("redis_url")
     @classmethod
     def _redis_url(cls, url: str | None) -> str | None:
-        if url is not None and urlsplit(url).scheme not in ("redis", "rediss", "unix"):
-            raise ValueError("REDIS_URL must look like redis://host:6379/0 (or rediss://, unix://)")
+        if url is not None:
+            parse_redis_url(url)  # a RedisUrlError (a ValueError) says what to write instead
         return url
 
     @field_validator("openai_base_url")

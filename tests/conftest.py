@@ -10,10 +10,19 @@ from bot.llm import ModelClient
 from bot.loop import Agent
 from bot.memory import InProcessMemory, Memory
 from bot.memory_redis import RedisMemory
+from bot.slack import posting
 from config.settings import SAMPLE_CONFIG, LoopLimits, MemorySettings, Settings
 from tests.fakes.model_server import ModelServer, Policy
-from tests.fakes.redis_server import RedisServer
+from tests.fakes.redis_server import ClusterSetup, RedisServer, SentinelSetup
 from tools.catalog import ops_tools
+
+
+@pytest.fixture(autouse=True)
+def quick_posting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Posting that no test hands a pacing (the Slack stack's) looks for a lost post over a
+    second or so, not the half minute production waits: the stack's client times out after 1 s
+    (tests/fakes/slack_stack.py), and this leaves 0.2 s beyond it, looking every 20-100 ms."""
+    monkeypatch.setattr(posting, "PACING", posting.Pacing(grace_s=0.2, first_pause_s=0.02, max_pause_s=0.1))
 
 
 @pytest.fixture(scope="session")
@@ -31,6 +40,25 @@ def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterSetup]:
+    """Three masters, shared by the tests that only read and write: flush it before use."""
+    cluster = ClusterSetup(tmp_path_factory.mktemp("cluster"))
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_sentinel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SentinelSetup]:
+    """A master, a replica and a sentinel, shared like `redis_cluster`; a test failing a master over
+    starts a setup of its own."""
+    setup = SentinelSetup(tmp_path_factory.mktemp("sentinel"))
+    setup.start()
+    yield setup
+    setup.stop()
 
 
 @pytest.fixture(params=["inprocess", "redis"])

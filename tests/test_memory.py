@@ -1,7 +1,8 @@
 """Thread memory, through a real redis-server and the in-process store alike.
 
-Tests taking the `memory` fixture run once per backend: the two must behave the same. The few
-that need Redis itself (two processes on one server, an outage, counting round trips) say so.
+Tests taking the `memory` fixture run once per backend: in-process, and Redis as one server,
+through Sentinel and as a 3-master Cluster; all must behave the same. The few that need Redis
+itself (two processes on one server, an outage, counting round trips) say so.
 """
 
 from __future__ import annotations
@@ -18,10 +19,24 @@ from bot.loop import Agent
 from bot.memory import InProcessMemory, Memory, ThreadBusy
 from bot.memory_redis import RedisMemory
 from bot.messages import Block, Message, ToolCallSpec
+from bot.redis_client import connect
 from config.settings import LoopLimits, MemorySettings, Settings
 from tests.fakes.model_server import Call, ModelServer, Reply, is_summary_request, tool_results
 from tests.fakes.redis_server import RedisServer
 from tools.catalog import ops_tools
+
+
+@pytest.fixture(params=["inprocess", "redis", "sentinel", "cluster"])
+def memory(request: pytest.FixtureRequest) -> Memory:
+    """conftest's `memory`, with Redis through Sentinel and as a Cluster besides (the Redis setups
+    are shared by the session and flushed before each test)."""
+    if request.param == "inprocess":
+        return InProcessMemory()
+    fixture = {"redis": "redis_server", "sentinel": "redis_sentinel", "cluster": "redis_cluster"}[request.param]
+    setup = request.getfixturevalue(fixture)
+    setup.flush()
+    return RedisMemory(setup.url)
+
 
 # Blocks as the loop stores them.
 
@@ -44,9 +59,9 @@ def tool_step(*calls: tuple[str, str, str]) -> Block:
 def stored_blocks(memory: Memory, thread: str) -> list[Block]:
     """Everything the backend holds for `thread`, before `load` drops anything."""
     if isinstance(memory, RedisMemory):
-        client = redis.Redis.from_url(memory.url, decode_responses=True)
+        client = connect(memory.url)
         try:
-            raw = client.lrange(f"{memory.prefix}:thread:{thread}:blocks", 0, -1)
+            raw = client.lrange(f"{memory.prefix}:thread:{{{thread}}}:blocks", 0, -1)
         finally:
             client.close()
         return [Block.model_validate_json(item) for item in raw]
@@ -128,6 +143,21 @@ def test_forget_all_forgets_the_threads_under_a_prefix_and_no_other(memory: Memo
     assert memory.load("slack:T1:C10:3.3", new_turn=False).blocks, "a channel sharing a prefix keeps its threads"
     assert memory.forget_all("slack:T1:C*:") == 1, "glob characters in a key are literal"
     assert memory.load("slack:T1:C10:3.3", new_turn=False).blocks
+
+
+def test_threads_named_with_braces_or_percent_signs_keep_apart(memory: Memory) -> None:
+    """A thread's name sits in its keys' hash tag, which a `}` would end early (bot/memory_redis.py)."""
+    threads = ["a}b", "a%7Db", "a{b", "", "}", "%", "a}b}c", "{x}"]
+    for n, thread in enumerate(threads):
+        with memory.lock(thread, ttl_s=10, wait_s=0):  # the lock's refresh joins each append's MULTI/EXEC
+            memory.append(thread, [user(f"q{n}"), answer(f"a{n}"), user(f"next {n}")], {"k": str(n)})
+            memory.fold(thread, 2, f"summary {n}")
+    for n, thread in enumerate(threads):
+        state = memory.load(thread, new_turn=False)
+        assert (state.blocks, state.summary, state.repeats) == ([user(f"next {n}")], f"summary {n}", {"k": str(n)})
+    assert memory.forget_all("a}") == 2, "a}b and a}b}c, not a%7Db"
+    assert memory.load("a%7Db", new_turn=False).summary == "summary 1"
+    assert memory.forget_all("") == len(threads) - 2
 
 
 def test_reset_forgets_one_thread_only(memory: Memory) -> None:
@@ -589,7 +619,7 @@ def test_an_unreadable_stored_thread_says_reset_and_reset_fixes_it(redis_server,
     redis_server.flush()
     memory = RedisMemory(redis_server.url)
     client = redis.Redis.from_url(redis_server.url)
-    client.rpush("opsbot:thread:t:blocks", '{"not": "a block"}')
+    client.rpush("opsbot:thread:{t}:blocks", '{"not": "a block"}')
     agent = make_agent(model_server(lambda body: Reply(content="fine")))
     agent.memory = memory
     reply = agent.run("status?", thread="t")

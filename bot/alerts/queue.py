@@ -9,9 +9,8 @@ that stopped refreshing left in its list goes back to the queue (`requeue_orphan
 
 from __future__ import annotations
 
-import redis
-
 from bot.alerts.models import Alert
+from bot.redis_client import RedisClient
 
 _TAKE = """
 for i = 2, #KEYS do
@@ -27,11 +26,12 @@ ALIVE_TTL_S = 30
 
 class AlertQueue:
     def __init__(
-        self, client: redis.Redis, owner: str, prefix: str = "opsbot:alerts", seen_ttl_s: int = 30 * 24 * 3600
+        self, client: RedisClient, owner: str, prefix: str = "opsbot:alerts", seen_ttl_s: int = 30 * 24 * 3600
     ) -> None:
         self.redis = client
         self.owner = owner
-        # One hash tag for every key, so the script works on Redis Cluster too.
+        # One hash tag for every key, so the script, the MULTI/EXEC in give_back and BLMOVE/LMOVE
+        # (two keys each) work on Redis Cluster too.
         self.base = prefix + ":{alerts}"
         self.seen_ttl_s = seen_ttl_s
         self._take = client.register_script(_TAKE)

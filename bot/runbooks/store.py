@@ -13,6 +13,7 @@ and `InProcessRunStore` for a laptop and tests. Three guarantees the engine buil
 
 In Redis every key of a store shares one hash tag, so the scripts touching a record and the
 index of unfinished runs work on Redis Cluster too (runbook runs are few; one slot holds them).
+That holds for every script and pipeline here: each touches the record, its lease or the index.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import redis
 from pydantic import ValidationError
 
+from bot.redis_client import REDIS_ERRORS, RedisClient, connect, describe_client
 from bot.runbooks.records import UNFINISHED, RunRecord
 
 DEFAULT_TTL_S = 7 * 24 * 3600
@@ -107,18 +108,9 @@ return 0
 
 class RedisRunStore:
     def __init__(
-        self, client_or_url: redis.Redis | str, prefix: str = "opsbot:runbook", ttl_s: int = DEFAULT_TTL_S
+        self, client_or_url: RedisClient | str, prefix: str = "opsbot:runbook", ttl_s: int = DEFAULT_TTL_S
     ) -> None:
-        if isinstance(client_or_url, str):
-            self._redis = redis.Redis.from_url(
-                client_or_url,
-                socket_connect_timeout=2,
-                socket_timeout=5,
-                health_check_interval=30,
-                decode_responses=True,
-            )
-        else:
-            self._redis = client_or_url
+        self._redis = connect(client_or_url) if isinstance(client_or_url, str) else client_or_url
         self.prefix = prefix
         self.ttl_s = ttl_s
         self._tag = "{" + prefix + "}"
@@ -183,13 +175,12 @@ class RedisRunStore:
         return [run_id for run_id in ids if run_id not in gone]
 
     def describe(self) -> str:
-        kwargs = self._redis.connection_pool.connection_kwargs
-        return f"Redis at {kwargs.get('host', '?')}:{kwargs.get('port', '?')} (runs under {self.prefix})"
+        return f"{describe_client(self._redis)} (runs under {self.prefix})"
 
     def _call(self, func: Any) -> Any:
         try:
             return func()
-        except redis.RedisError as exc:
+        except REDIS_ERRORS as exc:
             raise RunStoreUnavailable(f"cannot use the runbook run store ({self.describe()}): {exc}") from exc
 
 

@@ -25,12 +25,12 @@ import time
 from collections.abc import Callable
 from urllib.parse import quote
 
-import redis
 from slack_sdk import WebClient
 
 from bot.alerts.models import Alert
 from bot.alerts.queue import ALIVE_TTL_S, AlertQueue
 from bot.prompts import alert_first_look
+from bot.redis_client import REDIS_ERRORS, RedisClient
 from bot.runbooks.engine import RunbookEngine, RunRefused
 from bot.slack.blocks import Block, escape, section
 from bot.slack.delivery import WorkerPool
@@ -56,7 +56,7 @@ class AlertRouter:
         policy: Policy,
         engine: RunbookEngine,
         client: WebClient,
-        store: redis.Redis,
+        store: RedisClient,
         pool: WorkerPool,
         settings: AlertSettings,
         team: str,
@@ -227,7 +227,7 @@ class AlertRouter:
                 if raw is not None:
                     try:
                         self.queue.give_back(raw)
-                    except redis.RedisError:
+                    except REDIS_ERRORS:
                         pass  # it stays this process's; once the process stops, another takes it over
                 self._stop.wait(_RETRY_PAUSE_S)
 
