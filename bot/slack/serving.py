@@ -20,7 +20,7 @@ from slack_sdk.errors import SlackApiError
 
 from bot.alerts.hooks import AlertAuth, AlertHooks
 from bot.slack.app import SlackApp, StartupError, app_token, build_slack_app
-from bot.web import WebApp, serve
+from bot.web import SlackEvents, WebApp, serve
 from config.settings import Settings
 
 
@@ -31,9 +31,9 @@ def serve_slack(settings: Settings, http: bool, port: int, started: Callable[[Sl
     signal.signal(signal.SIGTERM, _exit)
     try:
         if http:
-            health = lambda: {"ok": slack.state.ping(), "bot": slack.identity.user_id}  # noqa: E731
             started(slack)
-            serve(WebApp(SlackRequestHandler(slack.app), health, alert_hooks(settings, slack)), port)
+            events = SlackEvents(SlackRequestHandler(slack.app), settings.slack_signing_secret)
+            serve(WebApp(events, slack.health, alert_hooks(settings, slack)), port)
         else:
             handler = SocketModeHandler(slack.app, token)
             try:

@@ -128,9 +128,10 @@ class ServeProcess:
         self._stderr.seek(0, os.SEEK_END)
         return text
 
-    def post(self, path: str, body: str, headers: dict[str, str], timeout: float = 10.0) -> tuple[int, str]:
-        """POST `body`; (status, body) for any status, 4xx and 5xx included."""
-        request = urllib.request.Request(self.base_url + path, data=body.encode(), headers=headers, method="POST")
+    def post(self, path: str, body: str | bytes, headers: dict[str, str], timeout: float = 10.0) -> tuple[int, str]:
+        """POST `body` (text is sent as UTF-8); (status, body) for any status, 4xx and 5xx included."""
+        data = body.encode() if isinstance(body, str) else body
+        request = urllib.request.Request(self.base_url + path, data=data, headers=headers, method="POST")
         return self._send(request, timeout)
 
     def get(self, path: str, timeout: float = 10.0) -> tuple[int, str]:
