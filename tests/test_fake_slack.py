@@ -278,3 +278,68 @@ def test_payloads_parse_as_bolt_expects() -> None:
     first, second = payloads.message("a"), payloads.message("b")
     assert float(second["ts"]) > float(first["ts"])
     assert payloads.event_callback(first)["event_id"] != payloads.event_callback(second)["event_id"]
+
+
+def test_a_late_answer_times_the_client_out_after_the_post_took_effect() -> None:
+    now = [0.0]
+    with SlackApi(token=TOKEN, clock=lambda: now[0]) as fake:
+        client = WebClient(token=TOKEN, base_url=fake.base_url, timeout=0.2)  # type: ignore[arg-type]
+        client.retry_handlers = []
+        root = fake.add_message("C1", "is the db down?")
+        fake.late("chat.postMessage", respond_after_s=5, visible_after_s=3)
+
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            client.chat_postMessage(channel="C1", thread_ts=root, text="late")
+
+        assert time.monotonic() - started < 2, "the client gave up; the fake did not make it wait"
+        assert [m["text"] for m in fake.replies("C1", root)] == ["late"], "posted although unanswered"
+
+        def shown() -> list[str]:
+            return [m["text"] for m in client.conversations_replies(channel="C1", ts=root)["messages"]]
+
+        assert shown() == ["is the db down?"], "not visible yet on the fake's clock"
+        now[0] = 3.0
+        assert shown() == ["is the db down?", "late"]
+        assert "visible_at" not in client.conversations_replies(channel="C1", ts=root)["messages"][1]
+        assert client.chat_postMessage(channel="C1", text="on time")["ok"], "only the next call was late"
+        assert fake.calls("chat.postMessage")[0].at == 0.0, "calls are timed on the fake's clock"
+
+
+def test_late_and_fail_are_taken_in_the_order_they_were_asked_for(slack: SlackApi, client: WebClient) -> None:
+    slack.fail("chat.postMessage", status=500)
+    slack.late("chat.postMessage", respond_after_s=0.05)
+    slack.fail("chat.postMessage", status=200, error="is_archived")
+
+    with pytest.raises(SlackApiError) as first:
+        client.chat_postMessage(channel="C1", text="a")
+    second = client.chat_postMessage(channel="C1", text="b")  # the client waits longer than 0.05 s
+    with pytest.raises(SlackApiError) as third:
+        client.chat_postMessage(channel="C1", text="c")
+
+    assert error_of(first) == "internal_error" and second["ok"] and error_of(third) == "is_archived"
+    assert [m["text"] for m in slack.messages("C1")] == ["b"]
+
+
+def test_flaky_fails_the_same_calls_on_every_run() -> None:
+    def failures(seed: int) -> list[bool]:
+        with SlackApi(token=TOKEN) as fake:
+            flaky = WebClient(token=TOKEN, base_url=fake.base_url)
+            flaky.retry_handlers = []
+            fake.fail("conversations.history", status=503, times=2)  # queued failures come first
+            fake.flaky("conversations.history", rate=0.5, seed=seed)
+            failed = []
+            for _ in range(20):
+                try:
+                    flaky.conversations_history(channel="C1")
+                    failed.append(False)
+                except SlackApiError as exc:
+                    assert exc.response.status_code in (500, 503)
+                    failed.append(True)
+            fake.flaky("conversations.history", rate=0)
+            assert flaky.conversations_history(channel="C1")["ok"], "rate 0 stops it"
+            return failed
+
+    first = failures(seed=7)
+    assert first == failures(seed=7) and first[:2] == [True, True]
+    assert 3 <= sum(first[2:]) <= 15, "about half of the later calls fail"

@@ -99,9 +99,10 @@ STEP = "✓ 1. `list_services`"
 def run_with(model_server: Callable[[Policy], ModelServer], sample: Settings) -> Iterator[Callable[[Policy], Run]]:
     apis: list[SlackApi] = []
 
-    def run(policy: Policy) -> Run:
+    def run(policy: Policy, slack_is: Callable[[SlackApi], None] = lambda slack: None, timeout_s: int = 30) -> Run:
         slack = SlackApi()
         apis.append(slack)
+        slack_is(slack)
         server = model_server(policy)
         client = ModelClient(model="scripted", base_url=server.base_url, max_retries=0, timeout_s=10)
         agent = Agent(
@@ -120,7 +121,7 @@ def run_with(model_server: Callable[[Policy], ModelServer], sample: Settings) ->
             ts=root,
             principal=Principal(platform="slack", user="U1", team="T1", channel="C1"),
         )
-        web = WebClient(token=slack.token, base_url=slack.base_url)
+        web = WebClient(token=slack.token, base_url=slack.base_url, timeout=timeout_s)
         progress = PacedProgress(web, job, stream=True, clock=Clock())
         reply = agent.run(job.text, job.thread.key, progress, job.principal)
         return Run(slack, reply, root, progress.finish(reply))
@@ -222,3 +223,20 @@ def test_thinking_that_had_not_gone_out_is_never_sent(run_with) -> None:
     assert message["text"].splitlines()[-1] == "Payments times out."
     assert "The user asks" not in shown(message) and THINKING_NOTE not in shown(message)
     assert not run.slack.calls("chat.update"), "nothing to take back"
+
+
+def test_a_stop_slack_answers_after_the_clients_timeout_is_looked_for_over_the_window(run_with) -> None:
+    # The stop takes effect but is answered too late, and the finished message shows only after the
+    # first look (the old code's single look found nothing and posted the answer a second time).
+    def slow_stop(slack: SlackApi) -> None:
+        slack.late("chat.stopStream", respond_after_s=0.5, visible_after_s=0.25)
+
+    run = run_with(
+        script(Reply(calls=[Call("list_services", {})]), Reply(content="checkout is fine")),
+        slack_is=slow_stop,
+        timeout_s=0.2,  # type: ignore[arg-type]  # the SDK types it int; urllib takes any number
+    )
+
+    assert run.slack.calls("chat.postMessage") == [], "the answer was posted again although the stop landed"
+    [answer] = [m for m in run.replies() if m.get("metadata", {}).get("event_type") == "opsbot_answer"]
+    assert answer["ts"] == run.answer_ts and "checkout is fine" in shown(answer)

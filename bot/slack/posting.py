@@ -1,15 +1,28 @@
-"""Posting to Slack so that a failure is retried and a retry is never a duplicate.
+"""Posting to Slack so that a failure is retried, a retry is never a duplicate, and an answer is
+never dropped without a word.
 
 Slack's `chat.postMessage` has no idempotency key. Each answer carries message metadata naming
-its job; before posting again after a failure whose outcome is unknown (a 5xx, a lost
-connection), opsbot looks for that metadata in the thread. 429s never reach here: the client's
-`RateLimitErrorRetryHandler` waits `Retry-After` and retries (Slack did nothing with a 429).
+its job. After an attempt whose outcome is unknown (no answer within the client's timeout, a lost
+connection, a 5xx) the post may still land: Slack can go on working on a request the client gave
+up on, and a look made before it lands finds nothing. So opsbot keeps looking for the marker over
+a window that outlasts the client's timeout before it posts again, and a look that fails is tried
+again. Only when no look succeeds for the whole window is the message posted regardless, with a
+warning: a possible duplicate (marked, so later looks find it) rather than a lost answer.
+
+429s are the client's: its `RateLimitErrorRetryHandler` waits `Retry-After` and retries. One that
+outlasts those retries is a refusal like any other error Slack answers with: Slack did nothing, so
+the message is posted again after a pause, without looking.
 """
 
 from __future__ import annotations
 
+import enum
 import logging
+import math
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from http.client import HTTPException
 from typing import Any
 from urllib.error import URLError
 
@@ -37,6 +50,11 @@ _FINAL = frozenset(
         "restricted_action",
     }
 )
+# Errors Slack documents with "it's possible some aspect of the operation succeeded", whatever
+# the HTTP status: as unknown as a 5xx.
+_MAYBE_DONE = frozenset({"internal_error", "fatal_error"})
+# No answer at all: a timeout (TimeoutError), a reset or refused connection, a cut-off response.
+_UNANSWERED = (URLError, OSError, HTTPException)
 
 
 class PostFailed(Exception):
@@ -45,6 +63,70 @@ class PostFailed(Exception):
     def __init__(self, error: str) -> None:
         super().__init__(error)
         self.error = error
+
+
+@dataclass(frozen=True)
+class Pacing:
+    """How long `post_once` waits, and with what; tests pass their own `sleep` and `clock`."""
+
+    # How long past the client's timeout a post may still land. Slack documents no bound on how
+    # long it goes on with a request, so this is a judgement: as long again as opsbot's client
+    # itself waits (15 s), so 30 s from the attempt. Shorter lets a slower post land after the
+    # retry, as a duplicate; longer makes the retry of every post that really failed that much later.
+    grace_s: float = 15.0
+    # The first look comes at once (a lost response's post is usually there already); then the
+    # pauses double up to 4 s, so a late post is noticed at most 4 s after it lands and a 30 s
+    # window takes 7 (after a timeout) to 11 (after a quick 5xx) looks: well inside the Tier 3
+    # limit (50+ a minute) conversations.replies keeps for internal apps. A look's 429 waits in
+    # the client's handler like any other.
+    first_pause_s: float = 0.5
+    max_pause_s: float = 4.0
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
+
+    def window(self, client: WebClient) -> float:
+        """From an attempt's start, how long its post may still land."""
+        return float(client.timeout) + self.grace_s
+
+    def pauses(self) -> Iterator[float]:
+        pause = self.first_pause_s
+        while True:
+            yield pause
+            pause = min(2 * pause, self.max_pause_s)
+
+
+# What `post_once` uses unless handed a pacing: real time.
+PACING = Pacing()
+
+
+class _Fate(enum.Enum):
+    ABSENT = "absent"  # a look that counts found nothing: posting again cannot duplicate
+    UNKNOWN = "unknown"  # no look that counts succeeded in the window
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where the marked message goes, and how it is recognised there."""
+
+    client: WebClient
+    channel: str
+    thread_ts: str | None
+    job_id: str
+    kind: str
+
+    @property
+    def where(self) -> str:
+        return self.thread_ts or self.channel
+
+
+@dataclass(frozen=True)
+class _Tried:
+    """One call of chat.postMessage: the ts when it was posted, else the error and whether the
+    message may have been posted all the same."""
+
+    ts: str | None
+    error: str = ""
+    unknown: bool = False
 
 
 def marker(job_id: str, kind: str = ANSWER_EVENT) -> dict[str, Any]:
@@ -59,44 +141,111 @@ def post_once(
     text: str,
     blocks: list[Block] | None = None,
     attempts: int = 4,
-    backoff_s: float = 0.5,
     kind: str = ANSWER_EVENT,
     check_first: bool = False,
+    pacing: Pacing | None = None,
+    may_land_from: float | None = None,
 ) -> str:
-    """Post one message marked with `job_id` and return its ts; raise `PostFailed`.
+    """Post one message marked with `job_id` and return its ts; raise `PostFailed` for an error
+    that posting again cannot cure, or once `attempts` posts failed and none of them arrived.
 
     `check_first` looks for the marked message before the first attempt too: for a message an
-    earlier attempt (a stream that was stopped, a run before a restart) may have posted already."""
+    earlier attempt (a stream that was stopped, a run before a restart) may have posted already.
+    That earlier attempt is taken to be over, so one look that succeeds settles it. An earlier
+    attempt that may still land (a stream stop with no answer) gives instead `may_land_from`, the
+    pacing clock's time it started: the looks then go on over its window, as after a post."""
+    pacing = pacing or PACING
+    target = _Target(client, channel, thread_ts, job_id, kind)
+    if check_first or may_land_from is not None:
+        settled = -math.inf if may_land_from is None else may_land_from + pacing.window(client)
+        until = max(settled, pacing.clock() + pacing.window(client))
+        earlier = _look(target, pacing, until=until, counts_from=settled)
+        if isinstance(earlier, str):
+            return earlier
+        if earlier is _Fate.UNKNOWN:
+            _warn_blind(target, pacing, "an earlier post")
     error = "not tried"
-    for attempt in range(attempts):
-        if attempt or check_first:
-            if attempt:
-                time.sleep(backoff_s * 2 ** (attempt - 1))
-            checked, found = find_marked(client, channel, thread_ts, job_id, kind)
-            if found is not None:
-                return found
-            if not checked:
-                error = "could not check whether the last post arrived"
-                continue  # posting blind could duplicate: check again after the next pause
-        try:
-            response = client.chat_postMessage(
-                channel=channel,
-                thread_ts=thread_ts,
-                text=text,
-                blocks=blocks,
-                metadata=marker(job_id, kind),
-                unfurl_links=False,
-                unfurl_media=False,
-            )
-            return str(response["ts"])
-        except SlackApiError as exc:
-            error = str(exc.response.get("error") or exc.response.status_code)
-            if error in _FINAL:
-                raise PostFailed(error) from exc
-        except (URLError, OSError) as exc:
-            error = str(exc)
-        log.warning("posting to %s failed (%s), attempt %d of %d", channel, error, attempt + 1, attempts)
+    pauses = pacing.pauses()
+    for attempt in range(1, attempts + 1):
+        started = pacing.clock()
+        tried = _try_post(target, text, blocks)
+        if tried.ts is not None:
+            return tried.ts
+        error = tried.error
+        log.warning("posting %s to %s failed (%s), attempt %d of %d", job_id, target.where, error, attempt, attempts)
+        if not tried.unknown:
+            if attempt < attempts:
+                pacing.sleep(next(pauses))
+            continue
+        settled = started + pacing.window(client)
+        fate = _look(target, pacing, until=settled, counts_from=settled)
+        if isinstance(fate, str):
+            return fate
+        if fate is _Fate.UNKNOWN:
+            if attempt == attempts:
+                error = f"{error}; whether it arrived is unknown"
+            else:
+                _warn_blind(target, pacing, "the last attempt")
     raise PostFailed(error)
+
+
+def _try_post(target: _Target, text: str, blocks: list[Block] | None) -> _Tried:
+    try:
+        response = target.client.chat_postMessage(
+            channel=target.channel,
+            thread_ts=target.thread_ts,
+            text=text,
+            blocks=blocks,
+            metadata=marker(target.job_id, target.kind),
+            unfurl_links=False,
+            unfurl_media=False,
+        )
+    except SlackApiError as exc:
+        error = str(exc.response.get("error") or exc.response.status_code)
+        if error in _FINAL:
+            raise PostFailed(error) from exc
+        return _Tried(None, error, unknown=may_have_landed(exc))
+    except _UNANSWERED as exc:
+        return _Tried(None, str(exc) or type(exc).__name__, unknown=True)
+    return _Tried(str(response["ts"]))
+
+
+def may_have_landed(exc: Exception) -> bool:
+    """Whether a Slack call that raised `exc` may still have done what it was asked."""
+    if isinstance(exc, SlackApiError):
+        return exc.response.status_code >= 500 or exc.response.get("error") in _MAYBE_DONE
+    return isinstance(exc, _UNANSWERED)
+
+
+def _look(target: _Target, pacing: Pacing, until: float, counts_from: float) -> str | _Fate:
+    """Look for the marked message, again after each pause, until a look settles its fate or
+    `until` passes. Finding it settles it (its ts); finding nothing settles it only for a look
+    that started at `counts_from` or later, when the post can no longer land (`ABSENT`). A look
+    that fails is tried again; `UNKNOWN` when no look settled it by `until`."""
+    pauses = pacing.pauses()
+    while True:
+        started = pacing.clock()
+        checked, found = find_marked(target.client, target.channel, target.thread_ts, target.job_id, target.kind)
+        if found is not None:
+            return found
+        if checked and started >= counts_from:
+            return _Fate.ABSENT
+        left = until - pacing.clock()
+        if left <= 0:
+            return _Fate.UNKNOWN
+        # Never past `until`: the look that counts comes as soon as the post can no longer land.
+        pacing.sleep(min(next(pauses), left))
+
+
+def _warn_blind(target: _Target, pacing: Pacing, what: str) -> None:
+    log.warning(
+        "could not learn whether %s of %s arrived in %s (no look succeeded for %.0f s); posting it anyway "
+        "rather than lose it: it is marked, so a later look finds it, but it may show twice",
+        what,
+        target.job_id,
+        target.where,
+        pacing.window(target.client),
+    )
 
 
 def post_or_log(
@@ -108,11 +257,14 @@ def post_or_log(
     blocks: list[Block] | None = None,
     kind: str = ANSWER_EVENT,
     check_first: bool = False,
+    pacing: Pacing | None = None,
 ) -> str | None:
     """`post_once` for messages nobody waits on as an answer (notes, step results): a failure is
     logged, not raised, and the work goes on."""
     try:
-        return post_once(client, channel, thread_ts, job_id, text, blocks, kind=kind, check_first=check_first)
+        return post_once(
+            client, channel, thread_ts, job_id, text, blocks, kind=kind, check_first=check_first, pacing=pacing
+        )
     except PostFailed as exc:
         log.error("could not post %s in %s: %s", job_id, thread_ts or channel, exc.error)
         return None
@@ -130,7 +282,7 @@ def find_marked(
             response = client.conversations_replies(
                 channel=channel, ts=thread_ts, limit=1000, include_all_metadata=True
             )
-    except (SlackApiError, URLError, OSError) as exc:
+    except (SlackApiError, *_UNANSWERED) as exc:
         log.warning("cannot check %s for an earlier post: %s", thread_ts or channel, exc)
         return False, None
     for message in response.get("messages") or []:

@@ -29,6 +29,7 @@ from slack_sdk.web.chat_stream import ChatStream
 
 from bot.answer_stream import AnswerPreview
 from bot.reply import Progress, Reply, Step
+from bot.slack import posting
 from bot.slack.blocks import (
     MARKDOWN_CHARS,
     THINKING_NOTE,
@@ -41,7 +42,7 @@ from bot.slack.blocks import (
     steps_message,
 )
 from bot.slack.jobs import Job
-from bot.slack.posting import marker, post_once
+from bot.slack.posting import marker, may_have_landed, post_once
 
 log = logging.getLogger("opsbot.slack")
 
@@ -119,9 +120,12 @@ class SlackProgress(Progress):
         try:
             if self.steps_ts is not None:
                 self._show_steps(done=True)
-            if self.streamer is not None and self.streamer.ts is not None and self._stop(reply, self.streamer):
-                return self.streamer.ts
-            # A stop that took effect but whose response was lost already holds the answer.
+            stop_may_land = None
+            if self.streamer is not None and self.streamer.ts is not None:
+                stopped, stop_may_land = self._stop(reply, self.streamer)
+                if stopped:
+                    return self.streamer.ts
+            # A stop that took effect but whose response was lost or late holds the answer.
             return post_once(
                 self.client,
                 self.channel,
@@ -130,6 +134,7 @@ class SlackProgress(Progress):
                 escape(_fallback(reply)),
                 answer_blocks(reply, self.job.id),
                 check_first=self.streamer is not None or self.job.resumed,
+                may_land_from=stop_may_land,
             )
         finally:
             self.status("")
@@ -173,8 +178,9 @@ class SlackProgress(Progress):
         self.stream_ends_line = text.endswith("\n")
         return True
 
-    def _stop(self, reply: Reply, streamer: ChatStream) -> bool:
-        """Complete the streamed message as the answer; False if it could not be, so it is posted.
+    def _stop(self, reply: Reply, streamer: ChatStream) -> tuple[bool, float | None]:
+        """Complete the streamed message as the answer: whether it was, else (so it is posted) when
+        the stop that failed started if it may land all the same.
 
         Slack renders the stop's blocks below the streamed text: when the answer streamed, what it
         still adds (a cut note) and the footer complete it; else the whole answer does."""
@@ -184,14 +190,15 @@ class SlackProgress(Progress):
             markdown, blocks = self._unsent() + escape(rest), answer_footer(reply, self.job.id)
         else:
             markdown, blocks = "", answer_blocks(reply, self.job.id)
+        started = posting.PACING.clock()
         try:
             streamer.stop(markdown_text=markdown or None, blocks=blocks, metadata=marker(self.job.id))
         except _SLACK_FAILURES as exc:
             log.warning("could not complete the streamed answer (%s); posting it instead", _error(exc))
-            return False
+            return False, started if may_have_landed(exc) else None
         if self.misled or (self.preview.text and (rest is None or not fits)):
             self._rewrite(reply, streamer)
-        return True
+        return True, None
 
     def _rewrite(self, reply: Reply, streamer: ChatStream) -> None:
         """Make the stopped message the steps and the answer alone (see the module's docstring)."""

@@ -5,8 +5,10 @@ method (JSON bodies for chat.*, form fields for the rest), how it turns `ok: fal
 `SlackApiError`, how its retry handlers read `Retry-After`, and what Bolt's `respond()` posts.
 So the fake sits behind the HTTP boundary instead (`WebClient(token=..., base_url=fake.base_url)`)
 and keeps the state tests assert on: each channel's messages, threads, streams, assistant statuses,
-and every call made. Failures (rate limits, 5xx, lost responses) and slowness can be injected per
-method, which is what retry and de-duplication tests need.
+and every call made. Failures (rate limits, 5xx, lost responses, a seeded share of calls) and
+slowness (a call held before it takes effect, or an answer held after it took effect, so the
+client times out on a post Slack made) can be injected per method, which is what retry and
+de-duplication tests need.
 
 The synchronous WebClient POSTs every method, even those the SDK marks GET (conversations.replies,
 usergroups.list): their arguments arrive as form fields. The fake also accepts real GETs and query
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import copy
 import json
+import math
+import random
 import threading
 import time
 import traceback
@@ -38,7 +42,7 @@ class ApiCall:
     method: str
     args: dict[str, Any]
     headers: dict[str, str]  # lower-cased names, so tests need not guess the client's casing
-    at: float  # time.monotonic() on arrival, for asserting on back-off
+    at: float  # the fake's clock (time.monotonic() unless given) on arrival, for asserting on back-off
 
 
 @dataclass
@@ -48,6 +52,25 @@ class _Failure:
     retry_after: int
     after_effect: bool
     times: int
+
+
+@dataclass
+class _Late:
+    """A call that takes effect on arrival but is answered `respond_after_s` later."""
+
+    respond_after_s: float
+    visible_after_s: float
+    times: int
+
+
+@dataclass
+class _Flaky:
+    """Each call fails with probability `rate`, drawn from a seeded generator: the same calls of
+    a run fail every time the test runs."""
+
+    rate: float
+    rng: random.Random
+    failure: _Failure
 
 
 class _ApiError(Exception):
@@ -62,8 +85,12 @@ class _ApiError(Exception):
 _JSON_FIELDS = ("blocks", "attachments", "metadata", "chunks")
 _STREAM_METHODS = frozenset({"chat.startStream", "chat.appendStream", "chat.stopStream"})
 # Kept on stored messages for tests, never shown through the API.
-_PRIVATE_KEYS = ("streaming",)
+_PRIVATE_KEYS = ("streaming", "visible_at")
 _DEFAULT_LIMIT = 1000
+
+
+def _default_error(status: int) -> str:
+    return "ratelimited" if status == 429 else "internal_error" if status >= 500 else "fatal_error"
 
 
 def _truthy(value: Any) -> bool:
@@ -129,7 +156,11 @@ class SlackApi:
         bot_id: str = "BBOT",
         app_id: str = "A1",
         groups: dict[str, list[str]] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """`clock` is what `late(visible_after_s=...)` and `ApiCall.at` count on: a test that fakes
+        time for the code under test passes the same clock, so a message shows when that code
+        believes it is due."""
         self.token = token
         self.team_id = team_id
         self.bot_user_id = bot_user_id
@@ -150,8 +181,12 @@ class SlackApi:
         self._ephemerals: list[Message] = []
         self._statuses: dict[tuple[str, str], list[str]] = {}
         self._responses: dict[str, list[dict[str, Any]]] = {}
-        self._failures: dict[str, list[_Failure]] = {}
+        self._failures: dict[str, list[_Failure | _Late]] = {}
+        self._flaky: dict[str, _Flaky] = {}
         self._delays: dict[str, float] = {}
+        self._clock = clock
+        # Set on close: answers held back by `late` go out at once rather than outliving the fake.
+        self._closing = threading.Event()
         self._methods: dict[str, Callable[[dict[str, Any]], Answer]] = {
             "auth.test": self._auth_test,
             "chat.postMessage": self._post_message,
@@ -184,6 +219,7 @@ class SlackApi:
         if self._closed:
             return
         self._closed = True
+        self._closing.set()
         self._http.shutdown()
         self._http.server_close()
 
@@ -268,15 +304,33 @@ class SlackApi:
         With `after_effect` the call takes effect first and only the answer is lost, as when a
         response times out after Slack has already posted the message.
         """
-        if error is None:
-            error = "ratelimited" if status == 429 else "internal_error" if status >= 500 else "fatal_error"
+        failure = _Failure(status, error or _default_error(status), retry_after, after_effect, times)
         with self._lock:
-            self._failures.setdefault(method, []).append(_Failure(status, error, retry_after, after_effect, times))
+            self._failures.setdefault(method, []).append(failure)
 
     def delay(self, method: str, seconds: float) -> None:
         """Answer every later call of `method` after `seconds` (0 to stop); the call is recorded on arrival."""
         with self._lock:
             self._delays[method] = seconds
+
+    def late(self, method: str, *, respond_after_s: float, visible_after_s: float = 0.0, times: int = 1) -> None:
+        """Make the next `times` calls of `method` take effect on arrival but answer only after
+        `respond_after_s` (real seconds): a client whose timeout is shorter gives up on a post Slack
+        made, as when Slack is slow. What such a call posts stays out of conversations.replies and
+        conversations.history until `visible_after_s` later on the fake's clock (`messages()`
+        shows it at once). Queued with `fail`'s failures, in the order they were asked for."""
+        with self._lock:
+            self._failures.setdefault(method, []).append(_Late(respond_after_s, visible_after_s, times))
+
+    def flaky(self, method: str, *, rate: float, seed: int = 0, status: int = 500, error: str | None = None) -> None:
+        """Make a share `rate` of the later calls of `method` fail as `fail` would (0 to stop); which
+        ones is drawn from a generator seeded with `seed`. Calls queued by `fail` and `late` go first."""
+        with self._lock:
+            if rate <= 0:
+                self._flaky.pop(method, None)
+                return
+            failure = _Failure(status, error or _default_error(status), 1, after_effect=False, times=1)
+            self._flaky[method] = _Flaky(rate, random.Random(seed), failure)
 
     # Slash command response_urls.
 
@@ -321,13 +375,16 @@ class SlackApi:
                     self._send(500, json.dumps(answer).encode(), "application/json; charset=utf-8", {})
 
             def _send(self, status: int, data: bytes, content_type: str, headers: dict[str, str]) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(data)))
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", content_type)
+                    self.send_header("Content-Length", str(len(data)))
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client stopped waiting (a `late` answer after its timeout), as clients do
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -338,31 +395,38 @@ class SlackApi:
         self, method: str, args: dict[str, Any], headers: dict[str, str], parse_error: str | None
     ) -> tuple[int, Answer, dict[str, str]]:
         with self._changed:
-            self._calls.append(ApiCall(method, copy.deepcopy(args), headers, time.monotonic()))
+            self._calls.append(ApiCall(method, copy.deepcopy(args), headers, self._clock()))
             self._changed.notify_all()
             delay = self._delays.get(method, 0.0)
         if delay:
             time.sleep(delay)  # outside the lock, so other calls go on meanwhile
         with self._changed:
             try:
-                return self._answer(method, args, headers, parse_error)
+                status, answer, extra, hold_s = self._answer(method, args, headers, parse_error)
             finally:
                 self._changed.notify_all()
+        if hold_s:
+            self._closing.wait(hold_s)  # outside the lock: the call took effect, only its answer waits
+        return status, answer, extra
 
     def _answer(
         self, method: str, args: dict[str, Any], headers: dict[str, str], parse_error: str | None
-    ) -> tuple[int, Answer, dict[str, str]]:
+    ) -> tuple[int, Answer, dict[str, str], float]:
+        """The answer, and how long to hold it back."""
         authorization = headers.get("authorization", "")
         token = authorization.removeprefix("Bearer ") if authorization.startswith("Bearer ") else args.get("token")
         if token != self.token:
-            return 200, {"ok": False, "error": "invalid_auth"}, {}
+            return 200, {"ok": False, "error": "invalid_auth"}, {}, 0.0
         failure = self._take_failure(method)
-        if failure is not None and not failure.after_effect:
-            return self._failure_answer(failure)
+        if isinstance(failure, _Failure) and not failure.after_effect:
+            return *self._failure_answer(failure), 0.0
         answer = self._run(method, args, parse_error)
-        if failure is not None:
-            return self._failure_answer(failure)
-        return 200, answer, {}
+        if isinstance(failure, _Failure):
+            return *self._failure_answer(failure), 0.0
+        if isinstance(failure, _Late):
+            self._hide(answer, failure.visible_after_s)
+            return 200, answer, {}, failure.respond_after_s
+        return 200, answer, {}, 0.0
 
     def _run(self, method: str, args: dict[str, Any], parse_error: str | None) -> Answer:
         handler = self._methods.get(method)
@@ -375,15 +439,24 @@ class SlackApi:
         except _ApiError as error:
             return {"ok": False, "error": error.error}
 
-    def _take_failure(self, method: str) -> _Failure | None:
+    def _take_failure(self, method: str) -> _Failure | _Late | None:
         queue = self._failures.get(method)
         if not queue:
-            return None
+            flaky = self._flaky.get(method)
+            return flaky.failure if flaky is not None and flaky.rng.random() < flaky.rate else None
         failure = queue[0]
         failure.times -= 1
         if failure.times <= 0:
             queue.pop(0)
         return failure
+
+    def _hide(self, answer: Answer, seconds: float) -> None:
+        """Keep what a late call posted out of reads for `seconds` on the fake's clock."""
+        if seconds > 0 and answer.get("ok") and "ts" in answer:
+            self._find(answer["channel"], answer["ts"])["visible_at"] = self._clock() + seconds
+
+    def _visible(self, message: Message) -> bool:
+        return bool(message.get("visible_at", -math.inf) <= self._clock())
 
     @staticmethod
     def _failure_answer(failure: _Failure) -> tuple[int, Answer, dict[str, str]]:
@@ -556,7 +629,9 @@ class SlackApi:
             root = self._find(channel, ts)
         except _ApiError:
             raise _ApiError("thread_not_found") from None
-        later = [m for m in self._channels[channel] if m.get("thread_ts") == ts and m["ts"] != ts]
+        if not self._visible(root):
+            raise _ApiError("thread_not_found")
+        later = [m for m in self._channels[channel] if m.get("thread_ts") == ts and m["ts"] != ts and self._visible(m)]
         with_metadata = _truthy(args.get("include_all_metadata"))
         shown = _public(root, metadata=with_metadata)
         if later:
@@ -583,7 +658,7 @@ class SlackApi:
         """The channel's top-level messages, newest first (replies stay in their threads)."""
         channel = self._channel(args)
         with_metadata = _truthy(args.get("include_all_metadata"))
-        top = [m for m in self._channels.get(channel, []) if m.get("thread_ts") in (None, m["ts"])]
+        top = [m for m in self._channels.get(channel, []) if m.get("thread_ts") in (None, m["ts"]) and self._visible(m)]
         limit = int(args.get("limit") or _DEFAULT_LIMIT)
         newest = sorted(top, key=_ts_key, reverse=True)[:limit]
         return {"ok": True, "messages": [_public(m, metadata=with_metadata) for m in newest], "has_more": False}
