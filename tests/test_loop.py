@@ -280,7 +280,7 @@ def test_empty_twice_gives_a_clear_fallback(model_server, make_agent):
     reply = make_agent(server).run("status?", thread="t")
     assert reply.stop_reason == "no_answer"
     assert "replied with nothing, twice" in reply.text and "query_logs -> ok" in reply.text
-    assert "What the tools found:\nquery_logs(service=\"auth\")" in reply.text, "what was found is given"
+    assert 'What the tools found:\nquery_logs(service="auth")' in reply.text, "what was found is given"
     assert len(server.requests) == 3
 
 

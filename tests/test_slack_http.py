@@ -10,14 +10,18 @@ environment handling, waitress, Bolt's WSGI adapter and the startup checks.
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Call, ModelServer, Reply, is_summary_request, tool_results
@@ -246,18 +250,201 @@ def test_ops_question_root_is_posted_once_when_slacks_response_is_lost(served: S
     assert len(roots) == 1, [m["text"] for m in roots]
 
 
-def test_ops_logs_and_help_answer_through_the_response_url_without_a_model(own_redis: RedisServer) -> None:
+def test_ops_logs_answer_through_the_response_url_and_help_in_the_ack_without_a_model(own_redis: RedisServer) -> None:
     with SlackApi(token=TOKEN) as slack, ServeProcess(serve_env(slack, own_redis.url)) as process:
         assert slash(process, slack, "logs checkout", key="logs", channel="CLOGS")[0] == 200
-        assert slash(process, slack, "help", key="help", channel="CLOGS")[0] == 200
+        status, helped = slash(process, slack, "help", key="help", channel="CLOGS")
+        assert status == 200
+        ack = json.loads(helped)
+        assert ack["response_type"] == "ephemeral" and "logs <service>" in ack["text"]
 
-        assert slack.wait_for(lambda: bool(slack.responses("logs")) and bool(slack.responses("help")), 10)
+        assert slack.wait_for(lambda: bool(slack.responses("logs")), 10)
         (logs,) = slack.responses("logs")
         assert logs["response_type"] == "ephemeral"
         assert "checkout-api POST /v1/checkout" in logs["text"], logs["text"][:500]
-        (help_,) = slack.responses("help")
-        assert "logs <service>" in help_["text"]
+        assert slack.responses("help") == [], "help needs no second message"
         assert slack.messages("CLOGS") == []  # private answers: nothing in the channel
+
+
+# A process killed after its acks.
+
+
+def slow_answers(body: dict[str, Any]) -> Reply:
+    """Answers naming the question after a second: long enough to be killed in the middle."""
+    if is_summary_request(body):
+        return Reply(content="summary")
+    return Reply(content=f"answer to: {question_of(body)}", delay_s=1.0)
+
+
+def test_a_process_killed_after_its_acks_loses_nothing_and_another_takes_over_within_a_lease(
+    own_redis: RedisServer,
+) -> None:
+    lease_s = 1.5
+    channel = "CKILL"
+    with SlackApi(token=TOKEN) as slack, ModelServer(slow_answers) as model:
+        env = serve_env(slack, own_redis.url, model) | {"OPSBOT_SLACK__DRAIN_LEASE_S": str(lease_s)}
+        with ServeProcess(env) as doomed, ServeProcess(env) as survivor:
+            mentions = [payloads.app_mention(f"<@UBOT> first {n}", channel=channel) for n in range(5)]
+            replies = [
+                payloads.message(f"then {n}", channel=channel, thread_ts=m["ts"]) for n, m in enumerate(mentions)
+            ]
+            for message in [*mentions, *replies]:
+                body = json.dumps(payloads.event_callback(message))
+                assert doomed.post(EVENTS, body, payloads.signed_headers(SECRET, body))[0] == 200
+            assert until(lambda: len(model.requests) >= 5)  # the first five runs are under way
+            doomed.kill()
+            killed = time.monotonic()
+
+            def waits() -> list[float]:
+                return [len(answers(slack, channel, m["ts"])) for m in mentions]
+
+            assert slack.wait_for(lambda: waits() == [2] * 5, 30), waits()
+            took = time.monotonic() - killed
+            time.sleep(SETTLE_S)
+            for n, mention in enumerate(mentions):
+                said = [shown(a) for a in answers(slack, channel, mention["ts"])]
+                assert len(said) == 2 and f"first {n}" in said[0] and f"then {n}" in said[1], said
+            # The lease lapses, the survivor's next sweep (a third of a lease) takes over, and each
+            # thread's two one-second answers follow: nothing waits for the 300 s memory lock.
+            assert took < lease_s * 4 / 3 + 2 * 1.0 + 3.0, took
+            assert survivor.get("/healthz")[0] == 200
+
+
+def until(condition: Callable[[], object], timeout: float = 10) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+# Bodies: each one is checked before anything parses it, and none gets a 500.
+
+JSON = "application/json"
+FORM = "application/x-www-form-urlencoded"
+# In a body that is refused: the refusal's log line must not repeat it (bodies may hold secrets).
+MARKER = "xoxb-body-marker-7f3a"
+CUT_MENTION = '{"type": "event_callback", "event": {"type": "app_mention", "text": "<@UBOT> ' + MARKER
+
+
+def cut_command(slack: SlackApi) -> str:
+    full = payloads.form_body(payloads.slash_command(MARKER, channel="CCUT", response_url=slack.response_url("cut")))
+    return full[: len(full) // 2]
+
+
+def cut_click() -> str:
+    full = payloads.interactive_body(payloads.block_action("feedback_good", MARKER, message_ts=payloads.next_ts()))
+    return full[:-12]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    name: str
+    status: int
+    request: Callable[[SlackApi], tuple[str, dict[str, str]]]
+
+
+def _signed(body: str, secret: str = SECRET, age_s: int = 0) -> tuple[str, dict[str, str]]:
+    return body, payloads.signed_headers(secret, body, int(time.time()) - age_s)
+
+
+REFUSALS = [
+    Refusal("malformed JSON, unsigned", 401, lambda slack: (CUT_MENTION, {"Content-Type": JSON})),
+    Refusal("malformed JSON, wrong signature", 401, lambda slack: _signed(CUT_MENTION, secret="not-the-secret")),
+    Refusal("malformed JSON, stale signature", 401, lambda slack: _signed(CUT_MENTION, age_s=6 * 60)),
+    Refusal("malformed JSON, signed", 400, lambda slack: _signed(CUT_MENTION)),
+    Refusal("truncated slash command, signed", 400, lambda slack: _signed(cut_command(slack))),
+    Refusal("truncated interactive payload, signed", 400, lambda slack: _signed(cut_click())),
+    Refusal("JSON that is not an object, signed", 400, lambda slack: _signed(f'["{MARKER}"]')),
+]
+
+
+@pytest.mark.parametrize("case", REFUSALS, ids=[case.name for case in REFUSALS])
+def test_refused_bodies_get_a_short_4xx_and_one_log_line_without_the_body(served: Served, case: Refusal) -> None:
+    body, headers = case.request(served.slack)
+    seen = len(served.process.output())
+
+    status, answer = served.process.post(EVENTS, body, headers)
+
+    assert status == case.status, answer
+    assert 0 < len(answer) < 200 and "Traceback" not in answer and MARKER not in answer, answer
+    logged = served.process.output()[seen:]
+    assert logged.count(f"slack request refused {case.status}") == 1, logged
+    assert MARKER not in logged and "Traceback" not in logged, logged
+
+
+def test_bodies_over_a_mebibyte_get_413_and_far_bigger_ones_are_not_even_buffered(served: Served) -> None:
+    over = json.dumps({"type": "event_callback", "padding": "x" * (1 << 20)})
+    seen = len(served.process.output())
+
+    assert served.process.post(EVENTS, over, payloads.signed_headers(SECRET, over))[0] == 413
+    assert served.process.output()[seen:].count("slack request refused 413") == 1
+    # waitress itself refuses what no endpoint would take on its Content-Length alone: the answer
+    # comes before a byte of the body is sent.
+    connection = http.client.HTTPConnection("127.0.0.1", served.process.port, timeout=5)
+    try:
+        connection.putrequest("POST", EVENTS)
+        connection.putheader("Content-Type", JSON)
+        connection.putheader("Content-Length", str(3 << 20))
+        connection.endheaders()
+        assert connection.getresponse().status == 413
+    finally:
+        connection.close()
+
+
+def test_app_rate_limited_and_unknown_callbacks_are_acknowledged_and_logged_once(served: Served) -> None:
+    # Slack's documented body (https://docs.slack.dev/reference/events/app_rate_limited/).
+    limited = {"token": "legacy", "type": "app_rate_limited", "team_id": "T1", "minute_rate_limited": 1518467820}
+    unknown = {"token": "legacy", "type": "some_future_callback", "team_id": "T1", "api_app_id": "A1"}
+    unknown_event = {"type": "emoji_changed", "subtype": "add", "name": "shipit", "event_ts": payloads.next_ts()}
+    seen = len(served.process.output())
+
+    for body in (json.dumps(limited), json.dumps(unknown)):
+        assert served.process.post(EVENTS, body, payloads.signed_headers(SECRET, body)) == (200, "")
+    assert served.event(unknown_event)[0] == 200
+
+    logged = served.process.output()[seen:]
+    assert logged.count("Slack is dropping events for team 'T1' since minute 1518467820") == 1, logged
+    assert logged.count("'some_future_callback' callback opsbot has no listener") == 1, logged
+    assert "app_rate_limited" not in logged, logged  # answered in front of Bolt, which never saw it
+
+
+def test_a_mention_is_still_answered_after_refused_bodies(served: Served) -> None:
+    channel = "CAFTER"
+    for body, headers in (_signed(CUT_MENTION), (CUT_MENTION, {"Content-Type": JSON})):
+        assert served.process.post(EVENTS, body, headers)[0] in (400, 401)
+    mention = payloads.app_mention("<@UBOT> is search up?", channel=channel)
+
+    assert served.event(mention)[0] == 200
+
+    (answer,) = served.answered(channel, mention["ts"])
+    assert "answer to: is search up?" in shown(answer)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    body=st.binary(max_size=400) | json_values.map(lambda value: json.dumps(value).encode()),
+    content_type=st.sampled_from([JSON, FORM, "text/plain", ""]),
+    signed=st.booleans(),
+)
+def test_any_bytes_as_a_body_get_an_answer_below_500(
+    served: Served, body: bytes, content_type: str, signed: bool
+) -> None:
+    headers = payloads.raw_signed_headers(SECRET if signed else "not-the-secret", body, content_type)
+
+    status, answer = served.process.post(EVENTS, body, headers)
+
+    assert status < 500 and "Traceback" not in answer, (status, answer)
+    if not signed:
+        assert status == 401, (status, answer)
 
 
 # Health.
@@ -273,15 +460,35 @@ def wait_for_status(process: ServeProcess, status: int, timeout: float = 10) -> 
         time.sleep(0.1)
 
 
-def test_healthz_follows_redis(own_redis: RedisServer) -> None:
+def test_healthz_follows_redis_and_says_it_keeps_nothing(own_redis: RedisServer) -> None:
     with SlackApi(token=TOKEN) as slack, ServeProcess(serve_env(slack, own_redis.url)) as process:
         status, body = process.get("/healthz")
-        assert (status, json.loads(body)["ok"]) == (200, True)
+        report = json.loads(body)
+        assert (status, report["ok"], report["redis_keeps_data"]) == (200, True, False)
+        assert report["redis_persistence"] == "none: a restart loses everything"
+        assert "turn on appendonly" in process.output()
 
         own_redis.stop()
         assert wait_for_status(process, 503) == 503
         own_redis.start()  # the same port: the process reconnects by itself
         assert wait_for_status(process, 200) == 200
+
+
+def test_healthz_says_when_redis_keeps_an_append_only_file(tmp_path: Path) -> None:
+    server = RedisServer(tmp_path, args=["--appendonly", "yes"])
+    server.start()
+    try:
+        with SlackApi(token=TOKEN) as slack, ServeProcess(serve_env(slack, server.url)) as process:
+            status, body = process.get("/healthz")
+            report = json.loads(body)
+            assert (status, report["redis_keeps_data"], report["redis_persistence"]) == (
+                200,
+                True,
+                "append-only file",
+            )
+            assert "turn on appendonly" not in process.output()
+    finally:
+        server.stop()
 
 
 # Startup.

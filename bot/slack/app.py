@@ -16,6 +16,7 @@ from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
 from bot.build import build_agent
 from bot.loop import Agent
+from bot.redis_client import REDIS_ERRORS, connect, describe
 from bot.runbooks.engine import RunbookEngine
 from bot.runbooks.explain import model_explainer
 from bot.runbooks.store import RedisRunStore
@@ -24,6 +25,8 @@ from bot.slack.approvals import Approvals
 from bot.slack.conversation import Conversation
 from bot.slack.delivery import Dispatcher, WorkerPool
 from bot.slack.intake import BotIdentity, Intake
+from bot.slack.janitor import Janitor
+from bot.slack.journal import Journal
 from bot.slack.listeners import actions, commands, events
 from bot.slack.principals import Directory
 from bot.slack.runbook_runs import RunDecisions, ThreadReporter
@@ -33,8 +36,11 @@ from tools.runbooks import runbook_arg_problems
 
 log = logging.getLogger("opsbot.slack")
 
-# Listeners only queue work, so a few threads ack everything Slack sends.
-_LISTENER_THREADS = 16
+# What a message parked while Redis was unreachable gets when its process stops before Redis returns.
+PARKED_AT_EXIT = (
+    "opsbot could not reach its Redis while you wrote this and is restarting, so nothing was run. "
+    "Ask again in a minute."
+)
 
 
 class StartupError(Exception):
@@ -51,6 +57,9 @@ class SlackApp:
     engine: RunbookEngine
     alerts: AlertRouter
     reporter: ThreadReporter
+    janitor: Janitor
+    conversation: Conversation
+    notices: ThreadPoolExecutor
 
     stopped: threading.Event = field(default_factory=threading.Event)
 
@@ -70,11 +79,34 @@ class SlackApp:
 
         threading.Thread(target=loop, name="opsbot-runbook-recovery", daemon=True).start()
 
+    def health(self) -> dict[str, object]:
+        """What /healthz says: whether Redis answers, and whether it keeps opsbot's jobs over a restart."""
+        kept = self.janitor.persistence
+        return {
+            "ok": self.state.ping(),
+            "bot": self.identity.user_id,
+            "redis_persistence": kept.describe(),
+            "redis_keeps_data": kept.keeps_data,
+            "redis_restarts_seen": self.janitor.restarts,
+            "held_here": len(self.dispatcher.journal.entries(parked=True)),
+        }
+
     def close(self) -> None:
+        """Stop taking work, let runs finish their current job, hand parked messages to Redis if
+        it answers again, and tell the people whose messages cannot be handed over."""
         self.stopped.set()
+        self.janitor.stop()
         self.alerts.stop()
         self.dispatcher.stop()
         self.pool.shutdown()
+        try:
+            self.dispatcher.queue_parked()
+        except REDIS_ERRORS:
+            pass
+        for entry in self.dispatcher.journal.entries(parked=True):
+            if not entry.require_active:
+                self.conversation.refuse(entry.job, PARKED_AT_EXIT)
+        self.notices.shutdown(wait=True)
 
 
 def web_client(settings: Settings) -> WebClient:
@@ -97,21 +129,19 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         _required(signing_secret, "SLACK_SIGNING_SECRET")
     redis_url = _required(settings.redis_url, "REDIS_URL")
     identity = _identity(client)
-    state = SlackState.from_url(redis_url, drain_ttl_s=settings.memory.lock_ttl_s)
-    if not state.ping():
-        raise StartupError(
-            f"REDIS_URL: cannot reach Redis at {redis_url.split('@')[-1]}; Slack mode keeps its state there"
-        )
+    state = _state(redis_url, settings.slack.drain_lease_s)
     problems = runbook_arg_problems(settings.policy)
     if problems:
         raise StartupError("OPSBOT_CONFIG: runbook steps the tools would refuse:\n  " + "\n  ".join(problems))
     agent = agent or build_agent(settings)
+    # Listeners run before the ack (HTTP response or Socket Mode envelope ack): they only queue
+    # the job in Redis, so Slack is acked once the job is durable, and a 503 when it cannot be.
     app = App(
         client=client,
         signing_secret=signing_secret,
         token_verification_enabled=False,
         request_verification_enabled=http,
-        listener_executor=ThreadPoolExecutor(max_workers=_LISTENER_THREADS, thread_name_prefix="bolt-listener"),
+        process_before_response=True,
     )
     pool = WorkerPool(settings.slack.workers, settings.slack.backlog)
     directory = Directory(client)
@@ -134,8 +164,25 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         model_explainer(agent.model) if agent.model is not None else None,
         lease_ttl_s=settings.runbooks.lease_ttl_s,
     )
-    conversation = Conversation(agent, client, state, approvals, settings.slack, engine)
-    dispatcher = Dispatcher(state, pool, handle=conversation.handle, refuse=conversation.refuse)
+    conversation = Conversation(
+        agent,
+        client,
+        approvals,
+        settings.slack,
+        engine,
+        directory,
+        requeue=lambda job: dispatcher.accept(job, "command", active_ttl_s=settings.memory.ttl_s),
+    )
+    dispatcher = Dispatcher(
+        state,
+        pool,
+        conversation.handle,
+        Journal(),
+        settings.slack.dedupe_ttl_s,
+        on_takeover=agent.memory.break_lock,
+    )
+    janitor = Janitor(dispatcher, tick_s=min(1.0, settings.slack.drain_lease_s / 3))
+    janitor.look()
     alerts = AlertRouter(
         settings.policy,
         engine,
@@ -147,17 +194,39 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         (lambda job: dispatcher.submit(job, here_when_full=True)) if agent.model is not None else None,
         owner=engine.owner,
     )
-    intake = Intake(
-        agent, client, settings.policy, state, dispatcher, directory, identity, settings.slack, settings.memory.ttl_s
-    )
+    intake = Intake(agent.memory, dispatcher, identity, settings.slack, settings.memory.ttl_s)
+    notices = ThreadPoolExecutor(max_workers=2, thread_name_prefix="opsbot-notice")
     events.register(app, intake)
     commands.register(app, intake)
-    actions.register(app, approvals, RunDecisions(engine, client, teams), pool, directory, state, settings.memory.ttl_s)
-    dispatcher.start_janitor()
+    actions.register(
+        app,
+        approvals,
+        RunDecisions(engine, client, teams),
+        pool,
+        directory,
+        state,
+        settings.memory.ttl_s,
+        later=notices.submit,
+    )
+    janitor.start()
     alerts.start()
-    slack_app = SlackApp(app, dispatcher, pool, state, identity, engine, alerts, reporter)
+    slack_app = SlackApp(
+        app, dispatcher, pool, state, identity, engine, alerts, reporter, janitor, conversation, notices
+    )
     slack_app.keep_recovering(settings.runbooks.recover_every_s)
     return slack_app
+
+
+def _state(redis_url: str, lease_s: float) -> SlackState:
+    unreachable = f"REDIS_URL: cannot reach {describe(redis_url)}; Slack mode keeps its state there"
+    try:
+        # The ack path's one call gets a client of its own: acks never wait for a worker's connection.
+        state = SlackState(connect(redis_url), lease_s=lease_s, intake=connect(redis_url))
+    except REDIS_ERRORS as exc:  # a Cluster client reads the slot map as it is made
+        raise StartupError(f"{unreachable} ({exc})") from exc
+    if not state.ping():
+        raise StartupError(unreachable)
+    return state
 
 
 def _identity(client: WebClient) -> BotIdentity:

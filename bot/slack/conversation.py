@@ -1,12 +1,16 @@
-"""One job, worked on: a direct command or a run of the agent, answered exactly once in its thread."""
+"""One job, worked on: a direct command or a run of the agent, answered exactly once in its thread.
+
+Everything that calls Slack for a message happens here, on a worker, never before the ack:
+looking up who asks (their user groups), opening the thread a `/ops` question is answered in,
+refusing people of other teams."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable
 from urllib.error import URLError
 
-import redis
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.webhook import WebhookClient
@@ -14,14 +18,16 @@ from slack_sdk.webhook import WebhookClient
 from bot.commands import NotACommand, Parsed, RunbookRequest, parse_command, run_command
 from bot.loop import Agent
 from bot.prompts import with_thread_context
-from bot.reply import Progress
+from bot.redis_client import REDIS_ERRORS
+from bot.reply import Progress, Reply, StopReason
 from bot.runbooks.engine import RunbookEngine, RunRefused
 from bot.slack.approvals import Approvals
 from bot.slack.blocks import ANSWER_EVENT, answer_blocks, context_line, escape, mention, output_blocks
+from bot.slack.delivery import Deferred
 from bot.slack.jobs import Job, ThreadRef
 from bot.slack.posting import PostFailed, find_marked, post_once
+from bot.slack.principals import Directory
 from bot.slack.progress import SlackProgress
-from bot.slack.state import SlackState
 from config.settings import SlackSettings
 from tools.commands import ApprovalRequest
 from tools.redact import redact_text
@@ -29,6 +35,9 @@ from tools.redact import redact_text
 log = logging.getLogger("opsbot.slack")
 
 _SLACK_FAILURES = (PostFailed, SlackApiError, URLError, OSError)
+_NOT_ASKED: tuple[type[Exception], ...] = (PostFailed, *REDIS_ERRORS)
+# Slack errors meaning opsbot may not post in the channel, so it answers privately instead.
+_CANNOT_POST = frozenset({"not_in_channel", "channel_not_found", "is_archived", "restricted_action"})
 
 
 class Conversation:
@@ -36,25 +45,34 @@ class Conversation:
         self,
         agent: Agent,
         client: WebClient,
-        state: SlackState,
         approvals: Approvals,
         settings: SlackSettings,
         engine: RunbookEngine,
+        directory: Directory,
+        requeue: Callable[[Job], object],
     ) -> None:
+        """`requeue` queues a `/ops` question again, in the thread opened for it."""
         self.engine = engine
         self.agent = agent
         self.client = client
-        self.state = state
         self.approvals = approvals
         self.settings = settings
+        self.directory = directory
+        self.requeue = requeue
 
     def handle(self, job: Job) -> None:
-        """Work on `job`; whatever fails, the person hears about it once."""
+        """Work on `job`; whatever fails, the person hears about it once. Raises `Deferred` when
+        it cannot be worked on before Redis answers again."""
         try:
             if job.resumed and self._answered(job):
                 log.info("job %s was answered before its process died; not run again", job.id)
                 return
+            if job.principal is None:
+                asker = self.directory.principal(job.user, job.user_team, job.thread.channel)
+                job = job.model_copy(update={"principal": asker})
             self._handle(job)
+        except Deferred:
+            raise
         except PostFailed as exc:
             log.error("answer to %s could not be posted: %s", job.id, exc.error)
         except Exception:
@@ -63,14 +81,49 @@ class Conversation:
 
     def refuse(self, job: Job, text: str) -> None:
         """Say why the job was not worked on: its one answer (nothing, when it has one already)."""
-        self._say(job, text, job.id, ANSWER_EVENT, check_first=True)
+        self._say(job, text, check_first=True)
 
     def _handle(self, job: Job) -> None:
+        if job.kind == "refusal":
+            self.refuse(job, job.text)
+            return
         parsed = self._command(job.text) if job.kind == "question" else None
         if parsed is not None:
             self._direct(job, parsed)
+        elif job.response_url and job.kind == "question":
+            self._open_thread(job)
         else:
             self._ask(job)
+
+    def _open_thread(self, job: Job) -> None:
+        """A `/ops` question: posted in the channel, and answered in that message's thread."""
+        channel = job.thread.channel
+        try:
+            root = post_once(
+                self.client,
+                channel,
+                None,
+                f"{job.id}:question",
+                f"{mention(job.user)} asked: {escape(redact_text(job.text))}",
+                kind="opsbot_question",
+                check_first=job.resumed,
+            )
+        except PostFailed as exc:
+            if exc.error not in _CANNOT_POST:
+                self._say(job, f"Slack refused opsbot's post ({exc.error}); nothing was run. Try again in a minute.")
+                return
+            self._say(
+                job,
+                "I cannot post in this channel (invite me with `/invite @opsbot` to answer in a thread here), "
+                "so only you will see my answer.",
+            )
+            self._ask(job)
+            return
+        thread = ThreadRef(team=job.thread.team, channel=channel, thread_ts=root)
+        try:
+            self.requeue(job.model_copy(update={"thread": thread, "ts": root, "response_url": None, "resumed": False}))
+        except REDIS_ERRORS as exc:
+            raise Deferred(f"cannot queue it in its thread: {exc}") from exc
 
     def _command(self, text: str) -> Parsed | None:
         parsed = parse_command(self.approvals.policy, text)
@@ -81,18 +134,18 @@ class Conversation:
 
     def _ask(self, job: Job) -> None:
         text = job.text
-        if job.first_in_thread and job.ts != job.thread.thread_ts:
+        if job.first_in_thread and not job.response_url and job.ts != job.thread.thread_ts:
             earlier = self._earlier(job)
             if earlier:
                 text = with_thread_context(earlier, text)
         if job.response_url:
-            reply = self.agent.run(text, job.thread.key, Progress(), job.principal)
+            reply = _started(self.agent.run(text, job.thread.key, Progress(), job.principal))
             WebhookClient(job.response_url).send(
                 text=escape(reply.text), blocks=answer_blocks(reply, job.id), response_type="ephemeral"
             )
         else:
             progress = SlackProgress(self.client, job, stream=self.settings.stream)
-            reply = self.agent.run(text, job.thread.key, progress, job.principal)
+            reply = _started(self.agent.run(text, job.thread.key, progress, job.principal))
             progress.finish(reply)
         log.info("answered %s: %s", job.id, context_line(reply))
         for request in reply.approvals:
@@ -118,7 +171,7 @@ class Conversation:
         try:
             self.approvals.policy.runbooks[request.runbook].check_params(request.params)
         except ValueError as exc:
-            self._say(job, f"Runbook {request.runbook} was not run: {exc}", job.id, ANSWER_EVENT)
+            self._say(job, f"Runbook {request.runbook} was not run: {exc}")
             return
         thread = job.thread
         if job.response_url:
@@ -152,7 +205,7 @@ class Conversation:
                 )
                 thread = ThreadRef(team=thread.team, channel=thread.channel, thread_ts=root)
             self.approvals.ask(thread, request, why=job.text, continues_agent=continues_agent)
-        except (PostFailed, redis.RedisError) as exc:
+        except _NOT_ASKED as exc:
             log.error("approval request %s not posted: %s", request.id, exc)
             self._say(
                 job,
@@ -162,7 +215,11 @@ class Conversation:
                 "opsbot_note",
             )
 
-    def _say(self, job: Job, text: str, marker: str, kind: str, check_first: bool = False) -> None:
+    def _say(
+        self, job: Job, text: str, marker: str | None = None, kind: str = ANSWER_EVENT, check_first: bool = False
+    ) -> None:
+        """Tell the asker `text`: in the thread (as the job's answer unless `marker` says otherwise),
+        or privately for a job answered through its `response_url`."""
         try:
             if job.response_url:
                 WebhookClient(job.response_url).send(text=escape(text), response_type="ephemeral")
@@ -172,7 +229,7 @@ class Conversation:
                     self.client,
                     thread.channel,
                     thread.thread_ts,
-                    marker,
+                    marker or job.id,
                     escape(text),
                     kind=kind,
                     check_first=check_first,
@@ -205,3 +262,11 @@ class Conversation:
         text = "\n".join(lines)
         cap = self.settings.thread_context_chars
         return redact_text(text if len(text) <= cap else "…" + text[-cap:])
+
+
+def _started(reply: Reply) -> Reply:
+    """`reply`, unless the run could not even start for want of its memory: then the job waits
+    for Redis rather than being answered "ask again" (nothing ran, so nothing is lost by waiting)."""
+    if reply.stop_reason is StopReason.memory_unavailable and not reply.steps:
+        raise Deferred(reply.text)
+    return reply

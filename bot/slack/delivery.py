@@ -1,10 +1,11 @@
-"""Getting each Slack message to exactly one run: a bounded worker pool and per-thread queues.
+"""Getting each Slack message to exactly one run: durable queues in Redis, a bounded worker pool.
 
-Listeners only accept work (a few milliseconds, then Bolt's ack); agent runs happen on
-`WorkerPool`, never on Bolt's listener pool, so a slow model can never keep a slash command from
-being acked. A thread's messages go through its queue in Redis: the process that finds the
-thread idle drains it, one job after another, so runs in one thread never overlap or interleave
-across processes, and a message arriving during a run is answered after it.
+Listeners only accept work: one Redis script marks the delivery seen and queues the job, then
+Bolt acks. Agent runs happen on `WorkerPool`, never on Bolt's listener threads, so a slow model
+can never delay an ack. A thread's messages go through its queue: the process that finds the
+thread idle drains it under a lease, one job after another, so runs in one thread never overlap
+across processes, and a message arriving during a run is answered after it. A job stays in Redis
+until it is answered; a process that dies leaves its lease to lapse, and another takes over.
 """
 
 from __future__ import annotations
@@ -12,20 +13,26 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
-import redis
-
+from bot.redis_client import REDIS_ERRORS
 from bot.slack.jobs import Job
-from bot.slack.state import SlackState
+from bot.slack.journal import Journal
+from bot.slack.state import Accepted, SlackState
 
 log = logging.getLogger("opsbot.slack")
 
 
+class Deferred(Exception):
+    """Raised by a handler: the job cannot be worked on now (its memory is unreachable); it stays
+    queued, and is worked on once Redis answers again, here or elsewhere."""
+
+
 class WorkerPool:
-    """`workers` runs at once and `backlog` more waiting; beyond that `reserve` says no."""
+    """`workers` runs at once and `backlog` more waiting here; beyond that `reserve` says no and
+    the work waits in Redis for any process with a free worker."""
 
     def __init__(self, workers: int, backlog: int) -> None:
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="opsbot-run")
@@ -72,104 +79,204 @@ class WorkerPool:
         self._executor.shutdown(wait=True, cancel_futures=False)
 
 
+@dataclass
+class _Drain:
+    token: str
+    job: Job | None = None  # the job being worked on
+
+
 class Dispatcher:
-    """Accepts jobs from listeners and runs each exactly once, in order per thread."""
+    """Accepts jobs and runs each exactly once, in order per thread, whichever process runs it."""
 
     def __init__(
         self,
         state: SlackState,
         pool: WorkerPool,
         handle: Callable[[Job], None],
-        refuse: Callable[[Job, str], None],
+        journal: Journal,
+        dedupe_ttl_s: int,
+        on_takeover: Callable[[str], None],
     ) -> None:
         self.state = state
         self.pool = pool
         self.handle = handle
-        self.refuse = refuse
-        self._stop = threading.Event()
-        self._active: dict[str, str] = {}  # thread -> drain token, for the heartbeat
-        self._active_lock = threading.Lock()
+        self.journal = journal
+        self.dedupe_ttl_s = dedupe_ttl_s
+        self.on_takeover = on_takeover
+        self._stopping = threading.Event()
+        self._drains: dict[str, _Drain] = {}  # thread -> this process's lease on it
+        self._drains_lock = threading.Lock()
+
+    def accept(self, job: Job, delivery: str, active_ttl_s: int = 0, require_active: bool = False) -> Accepted:
+        """Queue `job` durably (see `SlackState.accept`); raises `redis.RedisError` when Redis cannot
+        take it, and then nothing is queued."""
+        accepted = self.state.accept(
+            job, delivery, self.dedupe_ttl_s, active_ttl_s, self._ask_redis(job, require_active)
+        )
+        if accepted.outcome == "queued":
+            self.journal.keep(job, delivery, active_ttl_s, require_active, parked=False)
+        self._start(job.thread.key, accepted)
+        return accepted
+
+    def park(self, job: Job, delivery: str, active_ttl_s: int = 0, require_active: bool = False) -> None:
+        """Hold `job` here while Redis is unreachable; the janitor queues it once Redis answers."""
+        self.journal.keep(job, delivery, active_ttl_s, require_active, parked=True)
 
     def submit(self, job: Job, here_when_full: bool = False) -> None:
-        """Queue `job` for its thread. With every worker busy it is refused ("busy"), or, with
-        `here_when_full` (work nobody is waiting on an ack for, like an alert's first look), its
-        thread is drained in the calling thread instead."""
-        reserved = self.pool.reserve()
-        if not reserved and not here_when_full:
-            self.refuse(job, "opsbot is busy with other questions right now; nothing was run. Ask again in a minute.")
-            return
-        try:
-            token = self.state.enqueue(job.thread.key, job)
-        except BaseException:
-            if reserved:
-                self.pool.release()
-            raise
-        if token is None:
-            if reserved:
-                self.pool.release()  # this thread's drainer, here or in another process, will take it
-            return
-        if reserved:
-            self.pool.run_reserved(lambda: self._drain(job.thread.key, token))
-        else:
-            self._drain(job.thread.key, token)
+        """Queue work opsbot gives itself (an approval's outcome, an alert's first look). With
+        `here_when_full` and every worker busy, its thread is drained in the calling thread."""
+        accepted = self.state.accept(job, f"job:{job.id}", self.dedupe_ttl_s)
+        if accepted.outcome == "queued":
+            self.journal.keep(job, f"job:{job.id}", 0, False, parked=False)
+        self._start(job.thread.key, accepted, here_when_full)
 
     def sweep(self) -> int:
         """Drain queues whose drainer died with its process; how many were taken over."""
         taken = 0
+        with self._drains_lock:
+            mine = set(self._drains)
         for thread in self.state.orphaned_queues():
-            if not self.pool.reserve():
+            if thread in mine:
+                continue  # its lease lapsed while this process still works on it
+            if self._stopping.is_set() or not self.pool.reserve():
                 break
-            token = self.state.claim_idle(thread)
-            if token is None:
+            accepted = self.state.claim_idle(thread)
+            if accepted is None:
                 self.pool.release()
                 continue
             taken += 1
-            self.pool.run_reserved(functools.partial(self._drain, thread, token))
+            self.pool.run_reserved(functools.partial(self._drain, thread, accepted))
         return taken
 
-    def start_janitor(self, sweep_every_s: float = 30.0) -> None:
-        """Keep this process's drain locks alive while their runs last, and take over orphans."""
-        heartbeat_s = min(10.0, self.state.drain_ttl_ms / 3000)
+    def keep_leases(self) -> list[str]:
+        """Renew this process's leases; the threads whose lease lapsed and went to another process."""
+        with self._drains_lock:
+            drains = list(self._drains.items())
+        lost = []
+        for thread, drain in drains:
+            if not self.state.extend(thread, drain.token) and not self.state.reassert(thread, drain.token, drain.job):
+                log.warning("lost the lease of %s to another process (Redis was out of reach for a lease)", thread)
+                lost.append(thread)
+        return lost
 
-        def loop() -> None:
-            last_sweep = time.monotonic()
-            while not self._stop.wait(heartbeat_s):
-                try:
-                    self._keep_alive()
-                    if time.monotonic() - last_sweep >= sweep_every_s:
-                        last_sweep = time.monotonic()
-                        self.sweep()
-                except Exception:
-                    log.exception("opsbot janitor: will try again")
+    def reassert(self) -> None:
+        """After Redis lost its data: hold this process's leases and in-flight jobs again."""
+        with self._drains_lock:
+            drains = list(self._drains.items())
+        for thread, drain in drains:
+            if not self.state.reassert(thread, drain.token, drain.job):
+                log.warning("after the Redis restart another process holds %s", thread)
+        self.state.mark_active(self.journal.active())
 
-        threading.Thread(target=loop, name="opsbot-janitor", daemon=True).start()
+    def replay(self) -> int:
+        """Queue again what this process accepted and Redis may have forgotten; how many were new
+        to Redis. Jobs Redis still has, or did, are left as they are."""
+        running = self._running()
+        again = 0
+        for entry in self.journal.entries():
+            key = (entry.job.thread.key, entry.job.id)
+            if key in running:
+                continue
+            accepted = self.state.accept(
+                entry.job,
+                entry.delivery,
+                self.dedupe_ttl_s,
+                entry.active_ttl_s,
+                require_active=entry.parked and self._ask_redis(entry.job, entry.require_active),
+                replay=not entry.parked,
+            )
+            again += self._settle(entry.job, entry.parked, accepted)
+        return again
+
+    def queue_parked(self) -> int:
+        """Queue what was parked while Redis was unreachable; how many reached it."""
+        reached = 0
+        for entry in self.journal.entries(parked=True):
+            accepted = self.state.accept(
+                entry.job,
+                entry.delivery,
+                self.dedupe_ttl_s,
+                entry.active_ttl_s,
+                self._ask_redis(entry.job, entry.require_active),
+            )
+            reached += self._settle(entry.job, True, accepted)
+        return reached
+
+    def forget_done(self) -> None:
+        """Drop journal entries another process answered."""
+        entries = self.journal.entries(parked=False)
+        if entries:
+            for entry, done in zip(entries, self.state.done_among([e.job for e in entries]), strict=True):
+                if done:
+                    self.journal.done(entry.job)
 
     def stop(self) -> None:
-        self._stop.set()
+        """Take no new thread; each drain stops after its current job and leaves the rest to others."""
+        self._stopping.set()
 
-    def _keep_alive(self) -> None:
-        with self._active_lock:
-            active = list(self._active.items())
-        for thread, token in active:
-            self.state.extend(thread, token)
+    def _ask_redis(self, job: Job, require_active: bool) -> bool:
+        """Whether Redis must say the job's thread is opsbot's: not when this process knows it is."""
+        return require_active and not self.journal.is_active(job.thread.key)
 
-    def _drain(self, thread: str, token: str) -> None:
-        with self._active_lock:
-            self._active[thread] = token
+    def _settle(self, job: Job, parked: bool, accepted: Accepted) -> int:
+        if accepted.outcome == "queued":
+            if parked:
+                self.journal.queued(job)
+            self._start(job.thread.key, accepted)
+            return 1
+        if parked or accepted.outcome == "ignored":
+            self.journal.done(job)  # a retry queued it elsewhere, or it was never for opsbot
+        return 0
+
+    def _start(self, thread: str, accepted: Accepted, here_when_full: bool = False) -> None:
+        if accepted.token is None:
+            return  # this thread's drainer, here or in another process, will take it
+        if self.pool.reserve():
+            self.pool.run_reserved(lambda: self._drain(thread, accepted))
+        elif here_when_full:
+            self._drain(thread, accepted)
+        else:
+            # Every worker here is busy: the job waits in Redis for a process with a free one.
+            self.state.abandon(thread, accepted.token)
+
+    def _running(self) -> set[tuple[str, str]]:
+        with self._drains_lock:
+            return {(thread, d.job.id) for thread, d in self._drains.items() if d.job is not None}
+
+    def _drain(self, thread: str, accepted: Accepted) -> None:
+        token = str(accepted.token)
+        drain = _Drain(token)
+        with self._drains_lock:
+            self._drains[thread] = drain
         try:
-            while True:
+            if accepted.took_over:
+                self.on_takeover(thread)
+            while not self._stopping.is_set():
                 job = self.state.next_job(thread, token)
                 if job is None:
                     if self.state.release(thread, token):
                         return
                     continue
-                self.handle(job)
-        except redis.RedisError as exc:
+                drain.job = job
+                try:
+                    self.handle(job)
+                except Deferred as exc:
+                    log.warning("job %s waits for Redis (%s); it stays queued", job.id, exc)
+                    self._give_up(thread, token)
+                    return
+                self.journal.done(job)
+                drain.job = None
+                self.state.finish(thread, job.id)
+            self._give_up(thread, token)
+        except REDIS_ERRORS as exc:
             log.error("draining %s stopped (%s); a janitor takes over what is left", thread, exc)
-            try:
-                self.state.abandon(thread, token)
-            except redis.RedisError:
-                pass  # the lock lapses by itself
+            self._give_up(thread, token)
         finally:
-            with self._active_lock:
-                self._active.pop(thread, None)
+            with self._drains_lock:
+                self._drains.pop(thread, None)
+
+    def _give_up(self, thread: str, token: str) -> None:
+        try:
+            self.state.abandon(thread, token)
+        except REDIS_ERRORS:
+            pass  # the lease lapses by itself

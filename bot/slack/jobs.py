@@ -29,16 +29,20 @@ class Job(BaseModel):
     """One piece of work for a thread, answered exactly once.
 
     `question`: a person's message (direct command or question for the model). `continuation`: the
-    outcome of an approval, told to the model so the conversation goes on from it."""
+    outcome of an approval, told to the model so the conversation goes on from it. `refusal`: why a
+    message is not worked on, posted in its turn so it never comes before answers to earlier ones."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(description="unique per delivery; marks the answer so a retried post is found, not repeated")
-    kind: Literal["question", "continuation"] = "question"
+    kind: Literal["question", "continuation", "refusal"] = "question"
     thread: ThreadRef
     user: str
     text: str
-    principal: Principal
+    principal: Principal | None = Field(
+        default=None, description="who asks; None for a Slack user, looked up when the job is worked on"
+    )
+    user_team: str | None = Field(default=None, description="the user's own team (Slack Connect brings others)")
     ts: str = Field(default="", description="the message's own ts (the thread root's for a new thread)")
     first_in_thread: bool = Field(default=False, description="opsbot's first message here: read the thread first")
     resumed: bool = Field(default=False, description="taken over from a process that died while working on it")

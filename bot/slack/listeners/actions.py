@@ -1,17 +1,18 @@
-"""Buttons: Approve/Deny on approval requests, feedback on answers. Acked first, decided after."""
+"""Buttons: Approve/Deny on approval requests, feedback on answers. Acked at once; deciding, and
+anything said to the clicker, happens on other threads, since it calls Slack."""
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
-import redis
 from slack_bolt import Ack, App
 from slack_sdk import WebClient
 
+from bot.redis_client import REDIS_ERRORS
 from bot.slack.approvals import Approvals
 from bot.slack.blocks import APPROVE, DENY, FEEDBACK
 from bot.slack.delivery import WorkerPool
@@ -31,16 +32,23 @@ def register(
     directory: Directory,
     state: SlackState,
     feedback_ttl_s: int,
+    later: Callable[[Callable[[], object]], object],
 ) -> None:
+    """`later` runs a short Slack call off the ack path (telling a clicker opsbot is busy)."""
+
     def decide(approve: bool, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
-        user, channel = body["user"]["id"], body["channel"]["id"]
-        team = body["user"].get("team_id") or body["team"]["id"]
-        clicker = directory.principal(user, team, channel)
-        message_ts = body["container"].get("message_ts") or body["message"]["ts"]
+        click = _click(body, action)
+        if click is None:
+            return
         decider = runs.decide if action["action_id"] in (RUN_APPROVE, RUN_DENY) else approvals.decide
-        work = functools.partial(decider, action["value"], approve, clicker, channel, message_ts)
+
+        def work() -> None:
+            clicker = directory.principal(click.user, click.team, click.channel)
+            decider(click.value, approve, clicker, click.channel, click.message_ts)
+
         if not pool.submit(work):
-            tell(client, channel, user, "opsbot is busy right now; nothing was decided. Click again in a minute.")
+            busy = "opsbot is busy right now; nothing was decided. Click again in a minute."
+            later(lambda: tell(client, click.channel, click.user, busy))
 
     @app.action(re.compile(f"^({APPROVE}|{RUN_APPROVE})$"))
     def on_approve(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
@@ -55,12 +63,34 @@ def register(
     @app.action(re.compile(f"^{FEEDBACK}_(good|bad)$"))
     def on_feedback(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
         ack()
-        user, channel = body["user"]["id"], body["channel"]["id"]
+        click = _click(body, action)
+        if click is None:
+            return
         value = action["action_id"].removeprefix(f"{FEEDBACK}_")
-        log.info(json.dumps({"event": "feedback", "answer": action["value"], "user": user, "value": value}))
+        log.info(json.dumps({"event": "feedback", "answer": click.value, "user": click.user, "value": value}))
         try:
-            state.record_feedback(action["value"], user, value, feedback_ttl_s)
+            state.record_feedback(click.value, click.user, value, feedback_ttl_s)
             said = "Thanks: your feedback is recorded."
-        except redis.RedisError:
+        except REDIS_ERRORS:
             said = "Thanks. opsbot could not store it just now (its Redis is unreachable); it is in the logs."
-        tell(client, channel, user, said)
+        later(lambda: tell(client, click.channel, click.user, said))
+
+
+class Click(NamedTuple):
+    user: str
+    team: str | None
+    channel: str
+    message_ts: str
+    value: str
+
+
+def _click(body: dict[str, Any], action: dict[str, Any]) -> Click | None:
+    """Who clicked what, where; None (and a log line) for a payload missing any of it."""
+    user, channel = body.get("user") or {}, body.get("channel") or {}
+    message_ts = (body.get("container") or {}).get("message_ts") or (body.get("message") or {}).get("ts")
+    value = action.get("value")
+    if not (user.get("id") and channel.get("id") and message_ts and isinstance(value, str)):
+        log.info("ignored a click on %s without user, channel, message or value", action.get("action_id"))
+        return None
+    team = user.get("team_id") or (body.get("team") or {}).get("id")
+    return Click(str(user["id"]), team, str(channel["id"]), str(message_ts), value)

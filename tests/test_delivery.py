@@ -1,0 +1,300 @@
+"""Exactly one answer, nothing lost, under the faults production brings: a process killed after
+its ack, Redis restarting with and without persistence, Redis unreachable on Slack's last retry.
+
+The stack is the real one (Bolt's request path, the fake Slack Web API, the scripted model
+server, a `redis-server` of each test's own that it kills and starts again). Leases are short
+(`drain_lease_s`), so takeovers take a second, not the 15 s production waits; the fault bench
+(tests/bench/bench_faults.py) measures those with the defaults.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.redis_client import connect
+from bot.slack.delivery import Dispatcher, WorkerPool
+from bot.slack.janitor import Janitor
+from bot.slack.jobs import Job, ThreadRef
+from bot.slack.journal import Journal
+from bot.slack.state import SlackState
+from tests.fakes import slack_payloads as payloads
+from tests.fakes.model_server import ModelServer
+from tests.fakes.redis_server import RedisServer
+from tests.fakes.slack_api import SlackApi
+from tests.fakes.slack_stack import Stack, stack_settings
+from tests.test_slack import answer_text, answered, echo, settle, until
+
+LEASE_S = 0.6
+Make = Callable[..., Stack]
+
+
+@pytest.fixture
+def make_stack(model_server: Callable[..., ModelServer], sample: Any) -> Iterator[Make]:
+    made: list[tuple[Stack, SlackApi]] = []
+
+    def make(redis: RedisServer, model: Any, **slack_settings: Any) -> Stack:
+        slack = SlackApi()
+        server = model_server(model)
+        settings = stack_settings(
+            slack, redis.url, sample.policy, server, **{"drain_lease_s": LEASE_S, **slack_settings}
+        )
+        stack = Stack(slack, settings, server)
+        made.append((stack, slack))
+        return stack
+
+    yield make
+    for stack, slack in made:
+        stack.close()
+        slack.close()
+
+
+@pytest.fixture
+def aof_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server that writes every command to its append-only file before answering."""
+    server = RedisServer(tmp_path / "aof", args=["--appendonly", "yes", "--appendfsync", "always"])
+    server.start()
+    yield server
+    server.stop()
+
+
+def threads_of_two(stack: Stack, count: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """`count` threads, each a mention and then a reply in its thread, delivered back to back."""
+    pairs = []
+    for n in range(count):
+        mention = payloads.app_mention(f"<@UBOT> first {n}")
+        reply = payloads.message(f"second {n}", thread_ts=mention["ts"])
+        pairs.append((mention, reply))
+    for mention, reply in pairs:
+        assert stack.event(mention).status == 200
+        assert stack.event(reply).status == 200
+    return pairs
+
+
+def answers_in_order(stack: Stack, pairs: list[tuple[dict[str, Any], dict[str, Any]]], timeout: float) -> None:
+    """Every thread got exactly its two answers, in the order its messages were written."""
+    expected = {mention["ts"]: [f"first {n}", f"second {n}"] for n, (mention, _) in enumerate(pairs)}
+
+    def complete() -> bool:
+        return all(len(stack.answers("C1", ts)) >= 2 for ts in expected)
+
+    assert stack.slack.wait_for(complete, timeout), {ts: len(stack.answers("C1", ts)) for ts in expected}
+    settle(stack)
+    time.sleep(LEASE_S * 2)  # a late duplicate (a replay, a takeover) would show up by now
+    for ts, asked in expected.items():
+        # After Redis lost a thread's memory, opsbot reads the thread again: the question comes last.
+        answers = [answer_text(a) for a in stack.answers("C1", ts)]
+        assert len(answers) == 2, answers
+        assert all(a.startswith("answer to ") and a.endswith(q) for a, q in zip(answers, asked, strict=True)), answers
+        said = [m["text"] for m in stack.slack.replies("C1", ts)]
+        assert not any("Redis" in text or "nothing was run" in text for text in said), said
+
+
+# Durable intake.
+
+
+def test_the_ack_comes_after_the_job_is_in_redis_and_nothing_before_it_calls_slack(own_redis, make_stack) -> None:
+    stack = make_stack(own_redis, echo(delay_s=0.3))
+    client = stack.built.app.client
+    callers: list[tuple[str, str]] = []
+    real_call = client.api_call
+
+    def recording(api_method: str, *args: Any, **kwargs: Any) -> Any:
+        callers.append((api_method, threading.current_thread().name))
+        return real_call(api_method, *args, **kwargs)
+
+    client.api_call = recording  # type: ignore[method-assign]
+    dispatcher = stack.built.dispatcher
+    real_accept = dispatcher.accept
+    accepted_on: list[str] = []
+
+    def accept(*args: Any, **kwargs: Any) -> Any:
+        accepted_on.append(threading.current_thread().name)
+        return real_accept(*args, **kwargs)
+
+    dispatcher.accept = accept  # type: ignore[method-assign]
+    state = stack.built.state
+    mention = payloads.app_mention("<@UBOT> durable?")
+    assert stack.event(mention).status == 200
+    job_id = f"T1:C1:{mention['ts']}"
+    keys = state._thread_keys(f"slack:T1:C1:{mention['ts']}")
+    assert state.redis.hexists(keys[1], job_id) or state.redis.zscore(keys[5], job_id) is not None
+    assert stack.command("what is wrong with checkout?").status == 200
+    here = threading.current_thread().name
+    assert accepted_on[:2] == [here, here], "queued by the request's own thread, before its response"
+    assert [call for call in callers if call[1] == here] == [], "the listener called Slack before its ack"
+    assert answer_text(answered(stack, "C1", mention["ts"])[0]) == "answer to durable?"
+    assert any(method == "usergroups.list" for method, _ in callers), "who asks is looked up, on a worker"
+
+
+def test_a_replay_after_the_dedupe_window_is_still_not_answered_twice(own_redis, make_stack) -> None:
+    stack = make_stack(own_redis, echo())
+    mention = payloads.app_mention("<@UBOT> once")
+    stack.event(mention)
+    assert len(answered(stack, "C1", mention["ts"])) == 1
+    state = stack.built.state
+    state.redis.delete(*state.redis.keys(f"{state.prefix}:seen:*"))  # the dedupe window passed
+    assert stack.event(mention, retry=3).status == 200
+    settle(stack)
+    assert len(stack.answers("C1", mention["ts"])) == 1
+    assert stack.model is not None and len(stack.model.requests) == 1
+
+
+# Redis restarts.
+
+
+def test_a_redis_restart_without_persistence_loses_and_doubles_nothing(own_redis, make_stack) -> None:
+    stack = make_stack(own_redis, echo(delay_s=0.5))
+    pairs = threads_of_two(stack, 4)
+    assert until(lambda: stack.model is not None and len(stack.model.requests) >= 4)
+    own_redis.stop()
+    own_redis.start()  # empty: every queue, lease and dedupe mark is gone
+    answers_in_order(stack, pairs, timeout=30)
+    assert stack.built.janitor.restarts == 1
+
+
+def test_after_redis_forgot_everything_replies_in_opsbots_threads_are_still_for_opsbot(own_redis, make_stack) -> None:
+    stack = make_stack(own_redis, echo())
+    mention = payloads.app_mention("<@UBOT> before")
+    stack.event(mention)
+    answered(stack, "C1", mention["ts"])
+    own_redis.stop()
+    follow_up = payloads.message("during", thread_ts=mention["ts"])  # no mention: a reply in its thread
+    assert stack.event(follow_up).status == 503
+    own_redis.start()
+    assert stack.event(follow_up, retry=1).status == 200
+    later = payloads.message("after", thread_ts=mention["ts"])
+    assert stack.event(later).status == 200
+    texts = [answer_text(a) for a in answered(stack, "C1", mention["ts"], count=3)]
+    assert texts[0] == "answer to before" and texts[1].endswith("during") and texts[2].endswith("after"), texts
+    state = stack.built.state
+    assert until(lambda: state.redis.exists(state._thread_keys(f"slack:T1:C1:{mention['ts']}")[6]))
+
+
+def test_a_redis_restart_with_aof_loses_and_doubles_nothing_and_stalls_no_thread(aof_redis, make_stack) -> None:
+    stack = make_stack(aof_redis, echo(delay_s=0.5))
+    assert stack.built.health()["redis_keeps_data"] is True
+    pairs = threads_of_two(stack, 4)
+    assert until(lambda: stack.model is not None and len(stack.model.requests) >= 4)
+    started = time.monotonic()
+    aof_redis.stop()
+    aof_redis.start()
+    answers_in_order(stack, pairs, timeout=30)
+    # Two 0.5 s answers per thread, side by side: a stalled thread would wait out a lease or more.
+    assert time.monotonic() - started < 10
+
+
+def test_on_slacks_last_retry_with_redis_down_the_message_is_held_and_answered_once(own_redis, make_stack) -> None:
+    stack = make_stack(own_redis, echo())
+    own_redis.stop()
+    mention = payloads.app_mention("<@UBOT> held?")
+    assert stack.event(mention).status == 503
+    assert stack.event(mention, retry=1).status == 503
+    assert stack.event(mention, retry=3).status == 200, "Slack's last try: held here, and acked"
+    assert stack.built.health()["held_here"] == 1
+    own_redis.start()
+    assert answer_text(answered(stack, "C1", mention["ts"])[0]) == "answer to held?"
+    settle(stack)
+    assert len(stack.slack.replies("C1", mention["ts"])) == 1
+    assert stack.built.health()["held_here"] == 0
+
+
+def test_health_says_when_redis_keeps_no_data(own_redis, make_stack, caplog) -> None:
+    with caplog.at_level(logging.WARNING, logger="opsbot.slack"):
+        stack = make_stack(own_redis, echo())
+    health = stack.built.health()
+    assert health["redis_keeps_data"] is False and "a restart loses everything" in str(health["redis_persistence"])
+    assert any("turn on appendonly" in r.getMessage() for r in caplog.records), "startup says so too"
+
+
+# Order and odd events.
+
+
+def test_a_refusal_comes_after_the_answers_to_earlier_messages(own_redis, make_stack) -> None:
+    stack = make_stack(own_redis, echo(delay_s=0.5))
+    mention = payloads.app_mention("<@UBOT> member asks")
+    stack.event(mention)
+    assert until(lambda: stack.model is not None and stack.model.requests)
+    outsider = payloads.app_mention("<@UBOT> outsider asks", user="UX", thread_ts=mention["ts"])
+    outsider["user_team"] = "TX"
+    stack.event(outsider)
+    first, second = answered(stack, "C1", mention["ts"], count=2)
+    assert answer_text(first) == "answer to member asks"
+    assert "only works for members of its own workspace" in second["text"]
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"type": "app_mention", "user": "U1", "text": "<@UBOT> no channel", "ts": "1700000000.000100"},
+        {"type": "app_mention", "user": "U1", "text": "<@UBOT> no ts", "channel": "C1"},
+        {"type": "message"},
+    ],
+    ids=["no channel", "no ts", "nothing at all"],
+)
+def test_events_missing_fields_are_acked_ignored_and_logged_once(own_redis, make_stack, caplog, event) -> None:
+    stack = make_stack(own_redis, echo())
+    with caplog.at_level(logging.INFO, logger="opsbot.slack"):
+        assert stack.event(event).status == 200
+    lines = [r.getMessage() for r in caplog.records if "without channel or ts" in r.getMessage()]
+    assert len(lines) == 1
+    settle(stack)
+    assert stack.model is not None and stack.model.requests == []
+
+
+# The janitor's moves, one tick at a time (an injected clock, no waiting).
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def job_in(thread_ts: str, n: int) -> Job:
+    thread = ThreadRef(team="T1", channel="C1", thread_ts=thread_ts)
+    return Job(id=f"T1:C1:{thread_ts}.{n}", thread=thread, user="U1", text=f"q{n}", ts=f"{thread_ts}{n}")
+
+
+def test_after_a_restart_the_janitor_holds_its_leases_at_once_and_requeues_one_lease_later(own_redis) -> None:
+    state = SlackState(connect(own_redis.url), lease_s=3.0)
+    handled: list[str] = []
+    release = threading.Event()
+
+    def handle(job: Job) -> None:
+        handled.append(job.id)
+        release.wait(10)
+
+    pool = WorkerPool(4, 0)
+    dispatcher = Dispatcher(state, pool, handle, Journal(), 3600, on_takeover=lambda thread: None)
+    clock = Clock()
+    janitor = Janitor(dispatcher, clock=clock)
+    janitor.look()
+    first, second = job_in("1700000000.1", 1), job_in("1700000000.1", 2)
+    dispatcher.accept(first, "a", active_ttl_s=60)
+    dispatcher.accept(second, "b", active_ttl_s=60)
+    assert until(lambda: handled == [first.id])
+
+    own_redis.stop()
+    own_redis.start()
+    janitor.tick()
+    assert janitor.restarts == 1
+    keys = state._thread_keys(first.thread.key)
+    assert state.redis.get(keys[4]) == first.id, "the job being worked on is in flight again"
+    assert state.redis.exists(keys[3]), "and its thread's lease held again"
+    assert not state.redis.exists(keys[0]), "nothing re-queued yet: other processes hold theirs first"
+    clock.now += 3.0
+    janitor.tick()
+    assert state.redis.zrange(keys[0], 0, -1) == [second.id], "one lease later, the forgotten job is back"
+    release.set()
+    assert until(lambda: handled == [first.id, second.id] and pool.idle())
+    assert len(dispatcher.journal) == 0
+    pool.shutdown()
