@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: chat test bench clean
+.PHONY: chat test bench bench-faults bench-soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,13 @@ bench: $(STAMP)
 	$(BIN)/python tests/bench/bench_logs.py
 	$(BIN)/python tests/bench/bench_redaction.py
 	$(BIN)/python tests/bench/bench_slack.py
+
+# Minutes each, so not part of `bench`: exactly one answer under faults, and over a long run.
+bench-faults: $(STAMP)
+	$(BIN)/python tests/bench/bench_faults.py
+
+bench-soak: $(STAMP)
+	$(BIN)/python tests/bench/bench_soak.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

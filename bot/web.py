@@ -25,6 +25,8 @@ from slack_bolt.adapter.wsgi.http_request import WsgiHttpRequest
 from slack_bolt.adapter.wsgi.http_response import WsgiHttpResponse
 from slack_sdk.signature import SignatureVerifier
 
+from bot.wsgi_body import BodyRefused, read_body
+
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
@@ -104,7 +106,10 @@ class SlackEvents:
     def _handle(self, environ: WSGIEnvironment) -> WsgiHttpResponse:
         if environ.get("REQUEST_METHOD") != "POST":
             raise _Refused(405, "Slack requests are POSTs", {"allow": ["POST"]})
-        raw = _read_body(environ, self.max_body_bytes)
+        try:
+            raw = read_body(environ, self.max_body_bytes)
+        except BodyRefused as refused:
+            raise _Refused(refused.status, refused.message) from None
         media_type = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
         if "HTTP_X_SLACK_SIGNATURE" not in environ and _is_ssl_check(raw, media_type):
             # Slack checks a command URL's certificate with an unsigned `ssl_check=1` POST (see
@@ -159,40 +164,6 @@ class SlackEvents:
             log.info("acknowledged a Slack %.60r callback opsbot has no listener for", payload.get("type"))
             return _ok()
         return WsgiHttpResponse(answer.status, answer.headers, answer.body)
-
-
-def _read_body(environ: WSGIEnvironment, limit: int) -> bytes:
-    stream = environ["wsgi.input"]
-    length_text = environ.get("CONTENT_LENGTH", "").strip()
-    if length_text:
-        if not (length_text.isascii() and length_text.isdigit()):
-            raise _Refused(400, "Content-Length is not a number")
-        length = int(length_text)
-        if length > limit:
-            raise _Refused(413, f"body over {limit} bytes")
-        body = _read_up_to(stream, length)
-        if len(body) < length:
-            raise _Refused(400, "body shorter than its Content-Length")
-        return body
-    if environ.get("wsgi.input_terminated"):
-        body = _read_up_to(stream, limit + 1)
-        if len(body) > limit:
-            raise _Refused(413, f"body over {limit} bytes")
-        return body
-    # Without a length, reading could wait for a body that never comes.
-    raise _Refused(411, "send a Content-Length")
-
-
-def _read_up_to(stream: Any, length: int) -> bytes:
-    chunks: list[bytes] = []
-    left = length
-    while left > 0:
-        chunk = stream.read(min(left, 65536))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
 
 
 def _is_ssl_check(raw: bytes, media_type: str) -> bool:

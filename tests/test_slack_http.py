@@ -470,8 +470,12 @@ def test_healthz_follows_redis_and_says_it_keeps_nothing(own_redis: RedisServer)
 
         own_redis.stop()
         assert wait_for_status(process, 503) == 503
+        time.sleep(1.5)  # the janitor and the alert worker meet the outage
         own_redis.start()  # the same port: the process reconnects by itself
         assert wait_for_status(process, 200) == 200
+        output = process.output()
+        assert "Traceback" not in output, "an outage is a line in the log, not a traceback"
+        assert output.count("Redis is unreachable") <= 2, output  # once each: janitor, alert worker
 
 
 def test_healthz_says_when_redis_keeps_an_append_only_file(tmp_path: Path) -> None:

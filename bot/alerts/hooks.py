@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr, field_validator, model_va
 from bot.alerts.alertmanager import parse_alertmanager
 from bot.alerts.models import Alert, BadPayload
 from bot.alerts.pagerduty import parse_pagerduty, verify_signature
+from bot.wsgi_body import BodyRefused, read_body
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment
@@ -197,25 +198,10 @@ class AlertHooks:
         media_type = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
         if media_type != "application/json":
             raise _Refused(415, "send the payload as Content-Type: application/json")
-        stream = environ["wsgi.input"]
-        length_text = environ.get("CONTENT_LENGTH", "").strip()
-        if length_text:
-            if not length_text.isdigit():
-                raise _Refused(400, "Content-Length is not a number")
-            length = int(length_text)
-            if length > self.max_body_bytes:
-                raise _Refused(413, f"body over {self.max_body_bytes} bytes")
-            body = _read_exactly(stream, length)
-            if len(body) < length:
-                raise _Refused(400, "body shorter than its Content-Length")
-            return body
-        if environ.get("wsgi.input_terminated"):
-            body = _read_exactly(stream, self.max_body_bytes + 1)
-            if len(body) > self.max_body_bytes:
-                raise _Refused(413, f"body over {self.max_body_bytes} bytes")
-            return body
-        # Without a length, reading could wait for a body that never comes.
-        raise _Refused(411, "send a Content-Length")
+        try:
+            return read_body(environ, self.max_body_bytes)
+        except BodyRefused as refused:
+            raise _Refused(refused.status, refused.message) from None
 
     def _take(self, alerts: list[Alert], extra_ids: list[str]) -> tuple[int, dict[str, Any]]:
         # Reached only once every alert parsed: a malformed entry anywhere starts nothing.
@@ -237,18 +223,6 @@ def _parsed(parse: Callable[[bytes], list[Alert]], body: bytes) -> list[Alert]:
         return parse(body)
     except BadPayload as bad:
         raise _Refused(400, bad.message) from None
-
-
-def _read_exactly(stream: Any, length: int) -> bytes:
-    chunks: list[bytes] = []
-    left = length
-    while left > 0:
-        chunk = stream.read(min(left, 65536))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
 
 
 def _same(given: str, expected: str) -> bool:

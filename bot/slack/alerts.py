@@ -207,6 +207,7 @@ class AlertRouter:
 
     def _work(self) -> None:
         last_sweep = 0.0
+        unreachable = False
         while not self._stop.is_set():
             raw = None
             try:
@@ -215,6 +216,7 @@ class AlertRouter:
                     self.queue.requeue_orphans()
                     last_sweep = time.monotonic()
                 raw = self.queue.next()
+                unreachable = False
                 if raw is None:
                     continue
                 if self._stop.is_set():
@@ -222,14 +224,25 @@ class AlertRouter:
                     return
                 self.handle(Alert.model_validate_json(raw))
                 self.queue.done(raw)
+            except REDIS_ERRORS as exc:
+                # One line per outage: the janitor says the rest, and queued alerts wait in Redis.
+                if not unreachable:
+                    log.error("alerts: Redis is unreachable (%s); queued alerts are handled once it answers", exc)
+                unreachable = True
+                self._give_back(raw)
+                self._stop.wait(_RETRY_PAUSE_S)
             except Exception:
                 log.exception("alert handling failed; it is tried again shortly")
-                if raw is not None:
-                    try:
-                        self.queue.give_back(raw)
-                    except REDIS_ERRORS:
-                        pass  # it stays this process's; once the process stops, another takes it over
+                self._give_back(raw)
                 self._stop.wait(_RETRY_PAUSE_S)
+
+    def _give_back(self, raw: str | None) -> None:
+        if raw is None:
+            return
+        try:
+            self.queue.give_back(raw)
+        except REDIS_ERRORS:
+            pass  # it stays this process's; once the process stops, another takes it over
 
 
 def _episode(alert: Alert) -> str:

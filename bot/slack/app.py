@@ -104,7 +104,9 @@ class SlackApp:
         except REDIS_ERRORS:
             pass
         for entry in self.dispatcher.journal.entries(parked=True):
-            if not entry.require_active:
+            # One Slack was told nothing about comes again, to another process: refusing it here
+            # would be its first of two answers.
+            if entry.acked and not entry.require_active:
                 self.conversation.refuse(entry.job, PARKED_AT_EXIT)
         self.notices.shutdown(wait=True)
 

@@ -56,11 +56,12 @@ class Intake:
         self.thread_ttl_s = thread_ttl_s
         self._mention = re.compile(rf"<@{re.escape(identity.user_id)}(?:\|[^>]*)?>")
 
-    def message(self, event: dict[str, Any], body: dict[str, Any]) -> bool:
+    def message(self, event: dict[str, Any], body: dict[str, Any], acked_if_parked: bool = False) -> bool:
         """An `app_mention` or `message` event: a queued job when it is addressed to opsbot.
 
         False when Redis could not take it: the job is parked here meanwhile, and Slack should
-        deliver it again (a retry reaching any process is deduplicated against the parked one)."""
+        deliver it again (a retry reaching any process is deduplicated against the parked one)
+        unless `acked_if_parked` (its last try: this process is then the only one holding it)."""
         if not self._written_by_someone(event):
             return True
         channel, ts = event.get("channel"), event.get("ts")
@@ -98,7 +99,7 @@ class Intake:
             self.dispatcher.accept(job, delivery, active_ttl_s, require_active=not addressed)
         except REDIS_ERRORS as exc:
             log.warning("Redis cannot take message %s (%s); held here until it can", job.id, exc)
-            self.dispatcher.park(job, delivery, active_ttl_s, require_active=not addressed)
+            self.dispatcher.park(job, delivery, active_ttl_s, require_active=not addressed, acked=acked_if_parked)
             return False
         return True
 

@@ -4,8 +4,10 @@ Every `tick_s` (one second) it notices a Redis that restarted or failed over, an
 was parked while Redis was unreachable; every third of a lease it renews this process's leases,
 drops journal entries other processes answered, and takes over threads whose drainer died. A
 restart that lost data is repaired in two moves: at once each process holds its leases and
-in-flight jobs again, then, one lease later (every live process has noticed by then), it
-queues again what it accepted and Redis forgot.
+in-flight jobs again and marks its threads as opsbot's, then, one lease later (every live
+process has noticed by then), it queues again what it accepted and Redis forgot, and vouches
+that Redis's marks are whole again. Until then a reply in a thread Redis does not know is held,
+not dropped: its mark may be one the restart lost.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class Janitor:
         self.clock = clock
         self.every_s = self.state.lease_s / 3
         self.servers: frozenset[str] = frozenset()
+        self._servers_since = clock()  # when this process first saw the servers it sees now
         self.persistence = Persistence(known=False)
         self.restarts = 0
         self._replay_at: float | None = None
@@ -45,6 +48,7 @@ class Janitor:
     def look(self) -> Persistence:
         """Learn which Redis answers and what it keeps over a restart (at startup, and after each restart)."""
         self.servers = server_ids(self.state.redis)
+        self._servers_since = self.clock()
         self.persistence = persistence(self.state.redis)
         if not self.persistence.keeps_data:
             log.warning(
@@ -89,6 +93,8 @@ class Janitor:
             self.dispatcher.reassert()
             self._replay_at = now + self.state.lease_s
             self.look()
+        if not self.servers:
+            self._servers_since = now  # Redis answers for the first time since this process started
         self.servers = servers
         self.dispatcher.queue_parked()
         if self._replay_at is not None and now >= self._replay_at:
@@ -100,3 +106,7 @@ class Janitor:
             self.dispatcher.keep_leases()
             self.dispatcher.forget_done()
             self.dispatcher.sweep()
+            if now - self._servers_since >= self.state.lease_s:
+                # Every live process noticed these servers within a tick or two, and marked its
+                # threads again then: a thread Redis does not know now is not opsbot's.
+                self.state.vouch_marks()

@@ -36,6 +36,7 @@ class Entry(BaseModel):
     active_ttl_s: int
     require_active: bool
     parked: bool  # never reached Redis: accepted again as a new delivery, not a replay
+    acked: bool  # Slack was told it arrived: it will not deliver it again, to any process
     since: float
 
 
@@ -55,13 +56,16 @@ class Journal:
         self._active: OrderedDict[str, float] = OrderedDict()  # thread -> until, on `clock`
         self._lock = threading.Lock()
 
-    def keep(self, job: Job, delivery: str, active_ttl_s: int, require_active: bool, parked: bool) -> None:
+    def keep(
+        self, job: Job, delivery: str, active_ttl_s: int, require_active: bool, parked: bool, acked: bool = True
+    ) -> None:
         entry = Entry(
             job=job,
             delivery=delivery,
             active_ttl_s=active_ttl_s,
             require_active=require_active,
             parked=parked,
+            acked=acked,
             since=self.clock(),
         )
         with self._lock:

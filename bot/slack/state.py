@@ -129,6 +129,9 @@ QUEUE_TTL_S = 24 * 3600
 # Unanswered jobs, done markers and the lease's in-flight record last this long: a day, like Slack's
 # own patience for a thread. Done markers let a job re-queued after a Redis restart be skipped.
 DONE_TTL_S = QUEUE_TTL_S
+# The marks-whole key outlives the janitors that renew it (every few seconds) by an hour: a
+# deployment that is down longer vouches afresh, one lease after it starts.
+MARKS_WHOLE_TTL_S = 3600
 
 
 class Accepted(BaseModel):
@@ -294,6 +297,15 @@ class SlackState:
         winner: Any = self.redis.get(key)
         return str(winner or "someone")
 
+    def marks_whole(self) -> bool:
+        """Whether Redis knows every thread opsbot takes part in: false after it lost its data,
+        until every live process has had time to mark its threads again (`vouch_marks`)."""
+        return bool(self.intake.exists(self._marks_whole_key))
+
+    def vouch_marks(self) -> None:
+        """Say the marks are whole; janitors say it every round, so it lapses only with them."""
+        self.redis.set(self._marks_whole_key, "1", ex=MARKS_WHOLE_TTL_S)
+
     def mark_active(self, threads: list[tuple[str, int]]) -> None:
         """Mark threads as ones opsbot takes part in, each for its seconds (after Redis forgot them)."""
         with self.redis.pipeline(transaction=False) as pipe:
@@ -324,6 +336,10 @@ class SlackState:
         tag = "{" + thread + "}"
         kinds = ("queue", "jobs", "marks", "drain", "inflight", "done", "active")
         return [f"{self.prefix}:{kind}:{tag}" for kind in kinds]
+
+    @property
+    def _marks_whole_key(self) -> str:
+        return f"{self.prefix}:marks-whole"
 
     def _seen_key(self, thread: str, delivery: str) -> str:
         return f"{self.prefix}:seen:{{{thread}}}:{delivery}"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -100,6 +101,14 @@ def slices(text: str, size: int = 6) -> list[str]:
     return [text[start : start + size] for start in range(0, len(text), size)]
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client that went away mid-reply (a killed opsbot, a cancelled run) is no error of the fake's."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class ModelServer:
     """`check_ordering`: refuse, with OpenAI's 400, every request that breaks its pairing rules
     before the policy sees it (tests/fakes/checks.py); a flavour that checks them itself turns it off."""
@@ -161,7 +170,7 @@ class ModelServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._http = _QuietServer(("127.0.0.1", 0), Handler)
         self._http.daemon_threads = True
         # A short poll so __exit__ returns at once rather than after serve_forever's default half second.
         self._thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)

@@ -18,21 +18,22 @@ LAST_RETRY = 3
 def register(app: App, intake: Intake) -> None:
     @app.event("app_mention")
     def on_mention(event: dict[str, Any], body: dict[str, Any], request: BoltRequest) -> BoltResponse | None:
-        return _answer(intake.message(event, body), request)
+        return _answer(intake, event, body, request)
 
     @app.event("message")
     def on_message(event: dict[str, Any], body: dict[str, Any], request: BoltRequest) -> BoltResponse | None:
-        return _answer(intake.message(event, body), request)
+        return _answer(intake, event, body, request)
 
     @app.event(re.compile(".*"))
     def on_anything_else() -> None:
         """Subscribed or not, an event opsbot has no use for is acknowledged and dropped."""
 
 
-def _answer(queued: bool, request: BoltRequest) -> BoltResponse | None:
+def _answer(intake: Intake, event: dict[str, Any], body: dict[str, Any], request: BoltRequest) -> BoltResponse | None:
     """The ack, or, when Redis could not take the event, a 503 so Slack delivers it again (unless
     this was its last try: then the job parked in this process is all there is)."""
-    if queued or _retry_num(request) >= LAST_RETRY:
+    last_try = _retry_num(request) >= LAST_RETRY
+    if intake.message(event, body, acked_if_parked=last_try) or last_try:
         return None
     return BoltResponse(status=503, body="opsbot cannot reach its Redis; deliver this event again")
 
