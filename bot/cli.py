@@ -18,12 +18,12 @@ from bot.commands import NotACommand, Parsed, parse_command, run_command
 from bot.loop import Agent
 from bot.prompts import UNCHECKED, no_model_text
 from bot.reply import Progress, Reply, Step
-from config.check import ConfigError, load_file_config
+from config.check import ConfigError
 from config.policy import Policy, Principal
 from config.runbooks import load_runbooks
-from config.settings import SAMPLE_CONFIG, Settings
+from config.settings import SAMPLE_CONFIG, Settings, load_file_config
+from tools.catalog import runbook_arg_problems
 from tools.logs import log_files
-from tools.runbooks import runbook_arg_problems
 
 # The terminal's user is whoever runs the process: the OS account is the identity policy sees.
 TERMINAL_USER = Principal(platform="cli", user=getpass.getuser())

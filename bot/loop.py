@@ -47,7 +47,7 @@ from bot.prompts import (
 from bot.reply import CallRecord, Progress, Reply, Step, StopReason
 from bot.summary import blocks_to_fold, write_summary
 from bot.tokens import CHARS_PER_TOKEN
-from config.policy_base import Principal
+from config.policy import Principal
 from config.settings import LoopLimits, MemorySettings
 from tools.base import ErrorType, Registry, Tool
 from tools.commands import ApprovalRequest

@@ -10,8 +10,6 @@ from typing import TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from config.settings import FileConfig
-
 M = TypeVar("M", bound=BaseModel)
 Located = tuple[tuple[int | str, ...], str]  # a key path in the file, and what is wrong there
 
@@ -33,11 +31,6 @@ class ConfigError(Exception):
         self.problems = problems
         lines = "\n".join(f"  {p}" for p in problems)
         super().__init__(f"{path}: {len(problems)} problem(s)\n{lines}")
-
-
-def load_file_config(path: Path) -> FileConfig:
-    """Parse and validate the file; raise `ConfigError` with every problem found."""
-    return load_yaml_model(path, FileConfig)
 
 
 def load_yaml_model(

@@ -14,8 +14,10 @@ from urllib.parse import urlsplit
 from pydantic import ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from config.check import load_yaml_model
 from config.policy import Policy, Strict
 from config.redis_url import parse_redis_url
+from config.runbooks import load_runbooks
 
 SAMPLE_CONFIG = Path(__file__).parent / "sample" / "opsbot.yaml"
 
@@ -130,6 +132,11 @@ class FileConfig(Strict):
     policy: Policy = Field(default_factory=Policy)
 
 
+def load_file_config(path: Path) -> FileConfig:
+    """Parse and validate the file; raise `config.check.ConfigError` with every problem found."""
+    return load_yaml_model(path, FileConfig)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="OPSBOT_",
@@ -226,8 +233,6 @@ class Settings(BaseSettings):
 
         Raises `config.check.ConfigError` listing every problem of the file.
         """
-        from config.check import load_file_config
-
         env_path = os.environ.get("OPSBOT_CONFIG")
         path = config_path or (Path(env_path) if env_path else None)
         if path is None:
@@ -236,8 +241,6 @@ class Settings(BaseSettings):
         values: dict[str, Any] = file_config.model_dump(exclude_unset=True, exclude={"policy"})
         policy = file_config.policy.resolved(path.resolve().parent)
         if policy.runbooks_dir is not None:
-            from config.runbooks import load_runbooks
-
             policy = policy.model_copy(
                 update={"runbooks": {**policy.runbooks, **load_runbooks(policy.runbooks_dir, policy)}}
             )

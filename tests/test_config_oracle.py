@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from config.policy import Policy
-from config.policy_configs import ConfigRoot
+from config.policy import ConfigRoot, Policy
 from tools.base import Registry
 from tools.catalog import ops_tools
 from tools.executor import Executor, RetryPolicy, ToolCall

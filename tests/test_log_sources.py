@@ -1,4 +1,4 @@
-"""query_logs over journald units and allowlisted log commands (tools/logs.py), with fake
+"""query_logs over journald units and allowlisted log commands (tools/logs/), with fake
 binaries written to tmp_path: what argv they get, what filters opsbot applies on top, ordering,
 caps, and failures (missing, failing, hanging)."""
 
@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-import tools.log_sources as log_sources
-import tools.logs as logs
+import tools.logs.sources as log_sources
 from config.policy import Access, Command, Policy, Principal, Service
 from tools.base import Registry, ToolResult
 from tools.executor import Executor, RetryPolicy, ToolCall
@@ -156,7 +155,7 @@ def test_journalctl_gets_units_times_priority_and_caps_as_separate_arguments(tmp
         "--quiet",
         "--output=short-iso-precise",
         "--reverse",
-        f"--lines={logs.JOURNAL_ENTRIES}",
+        f"--lines={log_sources.JOURNAL_ENTRIES}",
         "--unit=shop.service",
         "--unit=shop-worker@1.service",
         f"--since=@{int(epoch(1))}",
@@ -492,5 +491,5 @@ def test_the_tool_waits_for_its_sources_own_timeouts(tmp_path: Path) -> None:
     tool = query_logs_tool(
         Policy(services={"shop": Service(log_command="pod-logs")}, commands={"pod-logs": pod_logs(fake, timeout_s=40)})
     )
-    assert tool.timeout_s is not None and tool.timeout_s > 40 + logs.JOURNAL_TIMEOUT_S
+    assert tool.timeout_s is not None and tool.timeout_s > 40 + log_sources.JOURNAL_TIMEOUT_S
     assert query_logs_tool(Policy(services={"shop": Service(logs=[tmp_path / "a.log"])})).timeout_s is None

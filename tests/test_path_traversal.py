@@ -21,8 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from config.policy import Policy
-from config.policy_configs import ConfigRoot
+from config.policy import ConfigRoot, Policy
 from tools.base import Registry, ToolResult
 from tools.catalog import ops_tools
 from tools.executor import Executor, RetryPolicy, ToolCall

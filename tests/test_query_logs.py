@@ -1,4 +1,4 @@
-"""query_logs (tools/logs.py, tools/log_*.py): filters, rotation and .gz, counts, caps, refusals, reading."""
+"""query_logs (tools/logs/): filters, rotation and .gz, counts, caps, refusals, reading."""
 
 from __future__ import annotations
 
@@ -17,16 +17,17 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-import tools.log_files as log_files
-import tools.log_scan as log_scan
-import tools.logs as logs
+import tools.logs.files as log_files
+import tools.logs.scan as log_scan
 from bot.commands import parse_command
 from config.policy import Access, Policy, Principal, Service
 from config.settings import SAMPLE_CONFIG, Settings
 from tools.base import Registry, ToolResult
 from tools.catalog import ops_tools
 from tools.executor import Executor, RetryPolicy, ToolCall
-from tools.logs import query_logs_tool
+from tools.logs import LEVELS, query_logs_tool
+from tools.logs.match import REGEX_SEARCH_SECONDS, level_rank
+from tools.logs.query import MAX_LINE_CHARS, OUTPUT_BYTES
 
 SAMPLE_DIR = SAMPLE_CONFIG.parent
 FAST = RetryPolicy(timeout_s=20, retries=0, backoff_s=0.01)
@@ -198,7 +199,7 @@ def test_output_is_capped_by_bytes_keeping_the_newest(tmp_path: Path) -> None:
     lines = [entry(n, text="x" * 200) for n in range(500)]  # ~115 KB of matches
     data = query(shop(write(tmp_path / "shop.log", lines)), limit=500)
     shown = lines_of(data)
-    assert len(data["lines"].encode()) <= logs.OUTPUT_BYTES
+    assert len(data["lines"].encode()) <= OUTPUT_BYTES
     assert 0 < len(shown) < 500 and shown == lines[-len(shown) :], "the newest lines, in order"
     assert data["matches"] == 500 and data["shown"] == len(shown)
     assert f"showing the last {len(shown)}" in data["summary"]
@@ -209,7 +210,7 @@ def test_very_long_lines_are_cut_and_said_to_be(tmp_path: Path) -> None:
     long_line = entry(1, "ERROR", text="y" * 50_000)
     data = query(shop(write(tmp_path / "shop.log", [entry(0), long_line])), level="ERROR")
     (line,) = lines_of(data)
-    assert len(line) < logs.MAX_LINE_CHARS + 100 and "more characters" in line
+    assert len(line) < MAX_LINE_CHARS + 100 and "more characters" in line
     assert any("were cut" in note for note in data["notes"])
 
 
@@ -410,8 +411,8 @@ def test_crlf_and_invalid_utf8_are_read(tmp_path: Path) -> None:
     ],
 )
 def test_level_words_in_common_formats(line: str, level: str | None) -> None:
-    rank = logs._level_rank(line)
-    assert (logs.LEVELS[rank] if rank is not None else None) == level
+    rank = level_rank(line)
+    assert (LEVELS[rank] if rank is not None else None) == level
 
 
 def test_lines_without_a_level_are_not_shown_by_a_level_filter(tmp_path: Path) -> None:
@@ -534,7 +535,7 @@ def reference(
         when = datetime.fromisoformat(line.split()[0]).timestamp()
         if since is not None and when < since or until is not None and when > until:
             continue
-        if level is not None and logs.LEVELS.index(line.split()[1]) < logs.LEVELS.index(level):
+        if level is not None and LEVELS.index(line.split()[1]) < LEVELS.index(level):
             continue
         if needle is not None and needle.lower() not in line.lower():
             continue
@@ -550,7 +551,7 @@ def test_time_filters_agree_with_a_line_by_line_reference_across_block_edges(
     second = 0
     for _ in range(4000):
         second += rng.choice((0, 0, 1, 2))  # several lines share a second, as in real logs
-        level = rng.choices(logs.LEVELS, weights=(5, 80, 10, 5))[0]
+        level = rng.choices(LEVELS, weights=(5, 80, 10, 5))[0]
         lines.append(entry(second, level, text=f"req-{rng.randrange(50):02d}"))
     executor = shop(write(tmp_path / "shop.log", lines))
     last = second
@@ -573,13 +574,13 @@ def test_until_far_back_in_a_big_file_is_bisected_not_read(
     lines = [entry(n, "ERROR" if n % 100 == 0 else "INFO") for n in range(20_000)]  # ~900 KB
     path = write(tmp_path / "shop.log", lines)
     ends: list[int] = []
-    real = logs._backwards
+    real = log_files.backwards
 
     def spy(handle: Any, end: int) -> Iterator[tuple[str, int]]:
         ends.append(end)
         return real(handle, end)
 
-    monkeypatch.setattr(log_scan, "_backwards", spy)
+    monkeypatch.setattr(log_scan, "backwards", spy)
     data = query(shop(path), level="ERROR", until=iso(BASE + timedelta(seconds=1000)), limit=3)
     assert lines_of(data) == [entry(n, "ERROR") for n in (800, 900, 1000)]
     assert data["matches"] == 11 and data["complete"] is True
@@ -634,7 +635,7 @@ def test_a_catastrophic_regex_that_passes_the_check_is_time_boxed(tmp_path: Path
     assert result.status == "timeout" and result.error is not None
     assert result.error.retryable is False, "running it again would only time out again"
     assert "simpler pattern" in result.error.hint
-    assert elapsed < logs.REGEX_SEARCH_SECONDS + 1.5
+    assert elapsed < REGEX_SEARCH_SECONDS + 1.5
 
 
 def test_one_deadline_covers_every_search_of_a_query(tmp_path: Path) -> None:
@@ -645,7 +646,7 @@ def test_one_deadline_covers_every_search_of_a_query(tmp_path: Path) -> None:
         begun = time.monotonic()
         result = run(executor, {"service": "shop", **args})
         elapsed = time.monotonic() - begun
-        assert elapsed < logs.SCAN_SECONDS + 1.5, args
+        assert elapsed < log_scan.SCAN_SECONDS + 1.5, args
         assert result.status == "timeout" and result.error is not None, result
         assert result.error.retryable is False
         assert "simpler pattern" in result.error.hint
@@ -657,7 +658,7 @@ def test_a_query_out_of_time_answers_with_what_it_found(tmp_path: Path) -> None:
     begun = time.monotonic()
     # The substring finds every line (and is never part of a marker), so each is searched alone.
     data = query(executor, regex=r"(a|[a])+b", contains="shop line")
-    assert time.monotonic() - begun < logs.SCAN_SECONDS + 1.5
+    assert time.monotonic() - begun < log_scan.SCAN_SECONDS + 1.5
     assert data["complete"] is False and data["matches"] >= 1
     assert "at least" in data["summary"] and "cap of 5 s" in data["summary"]
 

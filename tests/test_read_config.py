@@ -13,12 +13,11 @@ import pytest
 from pydantic import ValidationError
 
 from bot.commands import NotACommand, parse_command
-from config.policy import Access, Policy, Principal
-from config.policy_configs import NEVER_READ, ConfigRoot
+from config.policy import NEVER_READ, Access, ConfigRoot, Policy, Principal
 from config.settings import SAMPLE_CONFIG, Settings
 from tools.base import Registry, ToolResult
 from tools.catalog import ops_tools
-from tools.configs import LIST_FILES
+from tools.configs.confined import LIST_FILES
 from tools.executor import Executor, RetryPolicy, ToolCall
 
 ONCALL = Principal(platform="slack", user="U1", groups=frozenset({"oncall"}))

@@ -23,11 +23,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import tools.log_files as log_files
+import tools.logs.files as log_files
 from bot.runbooks.engine import RunbookEngine
 from bot.runbooks.store import InProcessRunStore
-from config.policy import Command, Policy, Service
-from config.policy_runbooks import Runbook
+from config.policy import Command, Policy, Runbook, Service
 from tests.corpus.secrets import leaks
 from tools.base import Registry, ToolResult
 from tools.catalog import ops_tools

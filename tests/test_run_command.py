@@ -18,9 +18,9 @@ import pytest
 from pydantic import ValidationError
 
 from bot.commands import NotACommand, parse_command
-from config.check import ConfigError, load_file_config
+from config.check import ConfigError
 from config.policy import Access, Command, Policy, Principal
-from config.settings import SAMPLE_CONFIG, Settings
+from config.settings import SAMPLE_CONFIG, Settings, load_file_config
 from tools.base import Registry, ToolResult
 from tools.catalog import ops_tools
 from tools.commands import ApprovalRequest, CommandBook, run_approved, run_command_tool
@@ -694,8 +694,7 @@ def test_command_book_shares_one_resolution_for_tool_and_approval(restart_policy
 def test_a_command_slower_than_the_executor_timeout_runs_once_to_its_own_timeout(tmp_path) -> None:
     """The executor's own timeout (here 0.3 s) must not cut short, and then re-run, a command
     whose declared timeout is longer: it would start a second copy while the first still runs."""
-    from config.policy import Policy
-    from config.policy_commands import Command
+    from config.policy import Command, Policy
     from tools.base import Registry
     from tools.commands import run_command_tool
     from tools.executor import Executor, RetryPolicy, ToolCall

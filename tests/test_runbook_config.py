@@ -10,12 +10,11 @@ import pytest
 import yaml
 
 from config.check import ConfigError
-from config.policy import Policy
-from config.policy_runbooks import ApprovalStep, BranchStep, ExplainStep, Runbook, ToolStep
+from config.policy import ApprovalStep, BranchStep, ExplainStep, Policy, Runbook, ToolStep
 from config.runbooks import load_runbooks
 from config.settings import Settings
 from tests.conftest import SAMPLE_DIR
-from tools.runbooks import runbook_arg_problems
+from tools.catalog import runbook_arg_problems
 
 HEAD = """\
 id: broken

@@ -27,8 +27,7 @@ from bot.runbooks import (
     fill,
     fill_text,
 )
-from config.policy import Access, Policy, Principal
-from config.policy_runbooks import Condition, Gate, Runbook
+from config.policy import Access, Condition, Gate, Policy, Principal, Runbook
 from config.settings import Settings
 from tests.fakes.redis_server import RedisServer, free_port
 from tools.base import Registry, Tool, from_function

@@ -29,8 +29,7 @@ import pytest
 from bot.llm import ModelClient
 from bot.loop import Agent
 from bot.memory import InProcessMemory
-from config.policy import Command, Policy, Service
-from config.policy_configs import ConfigRoot
+from config.policy import Command, ConfigRoot, Policy, Service
 from config.settings import LoopLimits
 from tests.corpus.benign import BENIGN
 from tests.corpus.formats import config_file

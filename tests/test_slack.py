@@ -18,8 +18,7 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 
 from bot.prompts import UNCHECKED
 from bot.slack.app import build_slack_app
-from config.policy import Policy
-from config.policy_commands import Command
+from config.policy import Command, Policy
 from config.settings import MemorySettings
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Call, Reply, has_tools, script
@@ -404,7 +403,7 @@ def test_a_failed_post_is_retried(make_stack) -> None:
 
 def test_a_queue_left_by_a_dead_process_is_taken_over(make_stack) -> None:
     from bot.slack.jobs import Job, ThreadRef
-    from config.policy_base import Principal
+    from config.policy import Principal
 
     stack = make_stack(echo())
     thread = ThreadRef(team="T1", channel="C1", thread_ts=stack.slack.add_message("C1", "root"))
@@ -881,7 +880,7 @@ def test_a_stream_stop_whose_response_was_lost_is_not_answered_twice(make_stack)
 
 def test_a_job_left_in_flight_by_a_dead_process_is_finished_once(make_stack) -> None:
     from bot.slack.jobs import Job, ThreadRef
-    from config.policy_base import Principal
+    from config.policy import Principal
 
     stack = make_stack(echo())
     state = stack.built.state

@@ -14,8 +14,7 @@ import pytest
 from bot.alerts.alertmanager import parse_alertmanager
 from bot.alerts.models import Alert
 from bot.alerts.pagerduty import parse_pagerduty
-from config.policy import Policy
-from config.policy_runbooks import Runbook
+from config.policy import Policy, Runbook
 from config.settings import AlertSettings
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Reply

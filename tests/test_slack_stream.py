@@ -23,7 +23,7 @@ from bot.reply import Reply as RunReply
 from bot.slack.blocks import THINKING_NOTE
 from bot.slack.jobs import Job, ThreadRef
 from bot.slack.progress import SlackProgress
-from config.policy_base import Principal
+from config.policy import Principal
 from config.settings import LoopLimits, MemorySettings, Settings
 from tests.fakes.model_server import Call, ModelServer, Policy, Reply, script
 from tests.fakes.slack_api import ApiCall, SlackApi

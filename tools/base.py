@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from config.policy_base import Principal
+from config.policy import Principal
 from tools.text import cut_middle
 
 

@@ -1,7 +1,7 @@
 """run_command: one of the operator's declared commands, by name, with typed parameters.
 
 The model picks a command and gives parameter values; it never sends a command line. Each value is
-checked against its parameter (config/policy_commands.py has the template rules) and becomes
+checked against its parameter (config/policy/commands.py has the template rules) and becomes
 exactly one argv element; the argv runs through tools/runner.py (no shell, no stdin, minimal
 environment, process group killed whole, output capped).
 
@@ -29,8 +29,7 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from config.policy import Access, Command, Policy, Principal
-from config.policy_commands import check_values
+from config.policy import Access, Command, Policy, Principal, check_values
 from tools.base import ErrorType, Tool, ToolResult
 from tools.runner import WORKING_DIRECTORY, Sandbox, as_tool_result, run, which
 

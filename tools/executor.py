@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
-from config.policy_base import Principal
+from config.policy import Principal
 from tools.base import ErrorType, Registry, Tool, ToolResult
 from tools.redact import redact
 

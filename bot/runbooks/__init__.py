@@ -1,4 +1,4 @@
-"""Runbook runs: a reviewed runbook (config/policy_runbooks.py) run step by step with the ops
+"""Runbook runs: a reviewed runbook (config/policy/runbooks.py) run step by step with the ops
 tools, recorded in Redis after every step so that it survives restarts and never runs twice.
 
 The front ends (Slack, alerts, the terminal) start runs, show progress through a `Reporter`, and

@@ -1,6 +1,6 @@
 """Running a runbook: step after step, every change stored, so a run survives its process.
 
-The engine walks a run's steps (config/policy_runbooks.py) with the same tools the model uses,
+The engine walks a run's steps (config/policy/runbooks.py) with the same tools the model uses,
 and stops at the end, at a failure that aborts, or where a person must decide: an approval step,
 or a `risk: write` command (which the run_command tool never runs by itself: it answers
 `needs_approval`, and only `decide` runs it, through tools/commands.py `run_approved`).
@@ -37,8 +37,7 @@ from typing import Any, Literal, Protocol
 from bot.runbooks.records import RunRecord, StepKind, StepRecord
 from bot.runbooks.store import RunStore, RunStoreUnavailable
 from bot.runbooks.templates import TemplateError, condition_holds, fill, fill_text
-from config.policy import Access, Policy, Principal
-from config.policy_runbooks import END, ApprovalStep, BranchStep, ExplainStep, Gate, Runbook, ToolStep
+from config.policy import END, Access, ApprovalStep, BranchStep, ExplainStep, Gate, Policy, Principal, Runbook, ToolStep
 from tools.base import ErrorType, ToolResult
 from tools.commands import ApprovalRequest, check_approval, run_approved
 from tools.executor import Executor, RetryPolicy, ToolCall, redact_result

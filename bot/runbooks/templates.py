@@ -1,7 +1,7 @@
 """Filling a step's arguments from the run's parameters and earlier results, and deciding branches.
 
 Both are lookups, never evaluation: a template is a whole value naming one place
-(`{params.NAME}` or `{steps.ID.data.KEY...}`, see config/policy_runbooks.py `template_of`), and a
+(`{params.NAME}` or `{steps.ID.data.KEY...}`, see config/policy/runbooks.py `template_of`), and a
 condition compares one looked-up value with one literal. A value filled from a step keeps its
 JSON type (a pool size stays the number 5), so the tool's own argument model judges it.
 """
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.runbooks.records import StepRecord
-from config.policy_runbooks import Condition, template_of
+from config.policy import Condition, template_of
 
 
 class TemplateError(ValueError):

@@ -36,9 +36,7 @@ from bot.slack.blocks import Block, escape, section
 from bot.slack.delivery import WorkerPool
 from bot.slack.jobs import Job, ThreadRef
 from bot.slack.posting import post_once, post_or_log, replace
-from config.policy import Policy
-from config.policy_base import Principal
-from config.policy_runbooks import Runbook, Trigger
+from config.policy import Policy, Principal, Runbook, Trigger
 from config.settings import AlertSettings
 from tools.redact import redact_text
 

@@ -32,7 +32,7 @@ from bot.slack.principals import Directory
 from bot.slack.runbook_runs import RunDecisions, ThreadReporter
 from bot.slack.state import SlackState
 from config.settings import Settings
-from tools.runbooks import runbook_arg_problems
+from tools.catalog import runbook_arg_problems
 
 log = logging.getLogger("opsbot.slack")
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from config.policy_base import Principal
+from config.policy import Principal
 from tools.commands import ApprovalRequest
 
 

@@ -20,8 +20,7 @@ from bot.runbooks.records import RunRecord, StepRecord
 from bot.slack.blocks import Block, button, escape, mention, section
 from bot.slack.jobs import ThreadRef
 from bot.slack.posting import post_or_log, replace, tell
-from config.policy_base import Principal
-from config.policy_runbooks import Gate
+from config.policy import Gate, Principal
 from tools.commands import ApprovalRequest
 from tools.text import cut_middle
 

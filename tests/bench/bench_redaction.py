@@ -153,8 +153,8 @@ def queries(path: Path) -> None:
     for label, args in QUERIES:
         redacted, summary = timed(executor, args)
         with (
-            mock.patch("tools.log_scan.redact_spanning", lambda text: text),
-            mock.patch("tools.log_match.redact_lines", lambda text: text),
+            mock.patch("tools.logs.scan.redact_spanning", lambda text: text),
+            mock.patch("tools.logs.match.redact_lines", lambda text: text),
         ):
             raw, _ = timed(executor, args)
         print(f"  {label:<30} {redacted * 1000:7.1f} ms | {raw * 1000:7.1f} ms  | {summary}")

@@ -1,12 +1,8 @@
-"""The operator's policy: which services exist, where their logs are, what may be read and run.
+"""The whole policy: its parts together, paths resolved, and the checks that need more than one part.
 
-Each part lives in its own module (policy_services, policy_commands, policy_configs); paths are
-resolved against the directory of the YAML file that declared them, so a config directory can
-be moved as a whole.
-
-Checks that need more than one part run on the whole policy: a service's `log_command` must
-name a declared `risk: read` command whose parameters query_logs can fill
-(`log_command_problem`, which query_logs uses too).
+Paths are resolved against the directory of the YAML file that declared them, so a config
+directory can be moved as a whole. A service's `log_command` must name a declared `risk: read`
+command whose parameters query_logs can fill (`log_command_problem`, which query_logs uses too).
 """
 
 from __future__ import annotations
@@ -16,27 +12,13 @@ from pathlib import Path
 from pydantic import Field, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from config.policy_base import Access, Name, Principal, Strict, absolute
-from config.policy_commands import Command
-from config.policy_configs import ConfigFile
-from config.policy_runbooks import Runbook
-from config.policy_services import Service
+from config.policy.base import Name, Strict, absolute
+from config.policy.commands import Command
+from config.policy.configs import ConfigFile
+from config.policy.runbooks import Runbook
+from config.policy.services import Service
 
-__all__ = [
-    "FILLED_PARAMS",
-    "Access",
-    "Command",
-    "ConfigFile",
-    "Name",
-    "Policy",
-    "Principal",
-    "Runbook",
-    "Service",
-    "Strict",
-    "log_command_problem",
-]
-
-# The parameters query_logs fills in a log_command (config/policy_services.py says how).
+# The parameters query_logs fills in a log_command (config/policy/services.py says how).
 FILLED_PARAMS = ("since", "lines")
 
 

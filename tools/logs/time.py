@@ -6,12 +6,9 @@ from __future__ import annotations
 import re
 from datetime import datetime, tzinfo
 from enum import Enum
-from typing import TYPE_CHECKING
 
 from tools.base import ErrorType, ToolResult
-
-if TYPE_CHECKING:
-    from tools.log_match import _Filters
+from tools.logs.filters import Filters
 
 # How many lines to look through for a timestamp before calling a block untimed.
 STAMP_PROBE_LINES = 1_000
@@ -36,7 +33,7 @@ _STAMP = re.compile(
 )
 
 
-def _time_arg(name: str, text: str | None, zone: tzinfo | None, now: float) -> float | None | ToolResult:
+def time_arg(name: str, text: str | None, zone: tzinfo | None, now: float) -> float | None | ToolResult:
     if text is None or not text.strip():
         return None
     when = _parse_time(text.strip(), zone, now)
@@ -65,7 +62,7 @@ def _epoch(moment: datetime, zone: tzinfo | None) -> float:
     return moment.timestamp()
 
 
-def _stamp_at(text: str, pos: int, f: _Filters) -> float | None:
+def stamp_at(text: str, pos: int, f: Filters) -> float | None:
     found = _STAMP.match(text, pos)
     if found is None:
         return None
@@ -77,7 +74,7 @@ def _stamp_at(text: str, pos: int, f: _Filters) -> float | None:
         return None
 
 
-def _syslog_epoch(found: re.Match[str], f: _Filters) -> float:
+def _syslog_epoch(found: re.Match[str], f: Filters) -> float:
     # Syslog has no year: the current one, unless that puts the line in the future (a December
     # line read in January).
     year = f.year
@@ -86,7 +83,7 @@ def _syslog_epoch(found: re.Match[str], f: _Filters) -> float:
     return when if when <= f.now + 2 * 86400 else _epoch(datetime(year - 1, *parts), f.zone)
 
 
-class _Verdict(Enum):
+class Verdict(Enum):
     inside = "every line is in the time range"
     newer = "every line is after until"
     older = "every line is before since"
@@ -94,31 +91,31 @@ class _Verdict(Enum):
     untimed = "no line has a timestamp"
 
 
-def _judge(text: str, f: _Filters) -> tuple[_Verdict, float]:
+def judge(text: str, f: Filters) -> tuple[Verdict, float]:
     """Where a block lies against since/until, by its first and last timestamps.
 
     Logs are written in time order, so a block whose ends are both inside the range is inside
     whole; lines before the block's first timestamp (the tail of a stack trace) go with it.
     """
     if not f.timed:
-        return _Verdict.inside, 0.0
+        return Verdict.inside, 0.0
     first = _first_stamp(text, f)
     if first is None:
-        return _Verdict.untimed, 0.0
-    last = _time_of(text, text.rfind("\n") + 1, f, fallback=first)
+        return Verdict.untimed, 0.0
+    last = time_of(text, text.rfind("\n") + 1, f, fallback=first)
     if f.since is not None and last < f.since:
-        return _Verdict.older, first
+        return Verdict.older, first
     if f.until is not None and first > f.until:
-        return _Verdict.newer, first
+        return Verdict.newer, first
     if (f.since is None or first >= f.since) and (f.until is None or last <= f.until):
-        return _Verdict.inside, first
-    return _Verdict.edge, first
+        return Verdict.inside, first
+    return Verdict.edge, first
 
 
-def _first_stamp(text: str, f: _Filters) -> float | None:
+def _first_stamp(text: str, f: Filters) -> float | None:
     pos = 0
     for _ in range(STAMP_PROBE_LINES):
-        when = _stamp_at(text, pos, f)
+        when = stamp_at(text, pos, f)
         if when is not None:
             return when
         pos = text.find("\n", pos) + 1
@@ -127,12 +124,12 @@ def _first_stamp(text: str, f: _Filters) -> float | None:
     return None
 
 
-def _time_of(text: str, start: int, f: _Filters, fallback: float) -> float:
+def time_of(text: str, start: int, f: Filters, fallback: float) -> float:
     """The time of the line starting at `start`: its own, or that of the nearest timed line
     above it (a stack trace belongs to the entry that logged it)."""
     pos = start
     for _ in range(STAMP_PROBE_LINES):
-        when = _stamp_at(text, pos, f)
+        when = stamp_at(text, pos, f)
         if when is not None:
             return when
         if pos == 0:

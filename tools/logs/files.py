@@ -19,12 +19,10 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Protocol
+from typing import IO, Protocol
 
-from tools.log_time import _stamp_at
-
-if TYPE_CHECKING:
-    from tools.log_match import _Filters
+from tools.logs.filters import Filters
+from tools.logs.time import stamp_at
 
 MIB = 1024 * 1024
 BLOCK_BYTES = MIB
@@ -175,7 +173,7 @@ def _decode(data: bytes) -> str:
     return text.replace("\r\n", "\n") if "\r" in text else text
 
 
-def _backwards(handle: IO[bytes], end: int) -> Iterator[tuple[str, int]]:
+def backwards(handle: IO[bytes], end: int) -> Iterator[tuple[str, int]]:
     """Blocks of whole lines from `end` towards the start, newest first, with the bytes read for each."""
     position, carry, unreported = end, b"", 0
     while position > 0:
@@ -198,10 +196,10 @@ def _backwards(handle: IO[bytes], end: int) -> Iterator[tuple[str, int]]:
         unreported = 0
 
 
-_DAMAGE = (EOFError, gzip.BadGzipFile, zlib.error)
+DAMAGE = (EOFError, gzip.BadGzipFile, zlib.error)
 
 
-def _forwards(stream: _Stream) -> Iterator[tuple[str, int]]:
+def forwards(stream: _Stream) -> Iterator[tuple[str, int]]:
     """Blocks of whole lines from the start, oldest first, with the bytes read for each. A
     damaged stream (a .gz cut short) yields what came before the damage, then raises."""
     carry, unreported, damage = b"", 0, None
@@ -232,12 +230,12 @@ def _read_block(stream: _Stream) -> tuple[bytes, Exception | None]:
         while size < BLOCK_BYTES and (piece := stream.read1(BLOCK_BYTES - size)):
             pieces.append(piece)
             size += len(piece)
-    except _DAMAGE as exc:
+    except DAMAGE as exc:
         return b"".join(pieces), exc
     return b"".join(pieces), None
 
 
-def _end_before(handle: IO[bytes], size: int, f: _Filters) -> int:
+def end_before(handle: IO[bytes], size: int, f: Filters) -> int:
     """An offset after which every line is later than `until`, found by bisection on the
     timestamps (about 20 small reads for a gigabyte) instead of reading all the newer lines."""
     assert f.until is not None
@@ -254,7 +252,7 @@ def _end_before(handle: IO[bytes], size: int, f: _Filters) -> int:
     return high
 
 
-def _stamp_after(handle: IO[bytes], at: int, f: _Filters) -> tuple[int, float] | None:
+def _stamp_after(handle: IO[bytes], at: int, f: Filters) -> tuple[int, float] | None:
     """The offset and time of the first timed line starting after `at`."""
     handle.seek(at)
     data = handle.read(64 * 1024)
@@ -263,7 +261,7 @@ def _stamp_after(handle: IO[bytes], at: int, f: _Filters) -> tuple[int, float] |
         end = data.find(b"\n", offset)
         if end == -1:
             return None
-        when = _stamp_at(data[offset : min(end, offset + 80)].decode("utf-8", errors="replace"), 0, f)
+        when = stamp_at(data[offset : min(end, offset + 80)].decode("utf-8", errors="replace"), 0, f)
         if when is not None:
             return at + offset, when
         offset = end + 1

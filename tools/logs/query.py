@@ -1,55 +1,5 @@
-"""query_logs: the newest matching lines of a service's log files, read from the end.
-
-A query runs over the service's files (globs and rotated siblings) newest data first. Plain files
-are read backwards in blocks and .gz files are streamed forwards (gzip cannot be read backwards).
-Each block is searched as a whole, at C speed, for lines that may match (a level word, the
-substring, the regex); only those lines are checked one by one, so sparse matches in a huge file
-cost little more than reading it. Time filters judge a block by its first and last timestamps, so
-only blocks at the edges of the range are looked at line by line, and a plain file whose newest
-lines are after `until` is bisected to where `until` is instead of being read down to it.
-
-Every scan is capped in bytes read and wall time; a capped scan still answers and says that its
-count is a lower bound. A regex refused for its shape (nested repetition, overlapping literal
-alternatives under a repeat such as (a|aa)+) never runs. The query has one deadline (SCAN_SECONDS):
-every regex search is boxed by min(REGEX_SEARCH_SECONDS, what is left) and the line loop checks it.
-A single search past REGEX_SEARCH_SECONDS ends the query with a `timeout` result; running out of
-the deadline answers with what was found ("at least"), or `timeout` (not retryable) if a regex
-had found nothing yet.
-
-Files: tools/log_files.py opens each file with O_NONBLOCK|O_CLOEXEC, and O_NOFOLLOW except for a
-path written out in the policy (the operator's word; followed), then requires by fstat the
-regular file that was listed. The module layout: log_time (since/until, timestamps), log_match
-(filters, levels, regex), log_files (discovery, safe open, readers), log_scan (the scan and its
-caps), log_sources (journald, log_command); this module holds the tool and the result.
-
-Two more sources (config/policy_services.py has their format), both run through tools/runner.py
-(no shell, no stdin, minimal environment, process group killed on timeout, output capped):
-
-- `journald` units: one run of
-  `journalctl --no-pager --quiet --output=short-iso-precise --reverse --lines=JOURNAL_ENTRIES
-  --unit=U... [--since=@EPOCH] [--until=@EPOCH] [--priority=err|warning|info|debug]`.
-  The minimum level is journald's own priority (the short output shows none, so level words in
-  the text are not looked for); since/until are passed to journalctl and checked again on each
-  line's timestamp, with substring and regex, by the same matcher as files. The output is read
-  newest entry first and only its head is kept (`Sandbox(keep="head")`), so a cap drops the
-  oldest entries, never a stretch in the middle; entries (with their indented continuation
-  lines) are then put back in time order. journalctl is found on the fixed system PATH when the
-  tool is built (`query_logs_tool(policy, journalctl=...)` names another binary: tests only).
-- `log_command`: a command of `policy.commands`, prepared by the run_command machinery
-  (`CommandBook`: access, typed parameters, resolved executable) and run with its own timeout
-  and output cap, keeping the tail (its output is oldest first). Contract: query_logs fills the
-  parameter `since` with the query's since as whole seconds before now plus `s` (`7200s`) and
-  `lines` with how many newest lines to fetch (the parameter's max, at most COMMAND_LINES);
-  other parameters take their defaults. The asker needs the service's and the command's access;
-  a missing, `risk: write` or unfillable command is found when the tool is built and answered
-  with `unavailable` (Policy does not check it yet). Every filter, level words included, is
-  opsbot's own, as for files.
-
-A failing run is `unavailable` with a short excerpt of what it printed (redacted), a run past
-its timeout is `timeout`. With several sources, each is read on its own, their lines are merged
-by timestamp (an untimed line keeps its place after the line before it) and the newest `limit`
-shown; a failing source is a note as long as another one answered.
-"""
+"""query_logs: the tool, one query over a service's sources, and the result the model sees
+(lines merged by time, newest `limit` kept, within OUTPUT_BYTES, counts and notes)."""
 
 from __future__ import annotations
 
@@ -57,68 +7,21 @@ import math
 import time
 from collections.abc import Iterator
 from datetime import datetime, tzinfo
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Any
 
 from config.policy import Policy, Principal, Service
-from config.policy import log_command_problem as log_command_problem
 from tools.base import ErrorType, Tool, ToolResult
-from tools.log_files import BLOCK_BYTES as BLOCK_BYTES
-from tools.log_files import MIB as MIB
-from tools.log_files import _backwards as _backwards
-from tools.log_files import log_files as log_files
-from tools.log_match import LEVELS as LEVELS
-from tools.log_match import REGEX_SEARCH_SECONDS as REGEX_SEARCH_SECONDS
-from tools.log_match import _compile, _Filters, _RegexTooSlow, _shape, prefilter_for
-from tools.log_match import _level_rank as _level_rank
-from tools.log_scan import COUNT_SCAN_BYTES as COUNT_SCAN_BYTES
-from tools.log_scan import MAX_SCAN_BYTES as MAX_SCAN_BYTES
-from tools.log_scan import SCAN_SECONDS as SCAN_SECONDS
-from tools.log_scan import _mb, _Part, _plural, _Scan, _scan_files
-from tools.log_sources import _REAP_GRACE_S, _query_command, _query_journal
-from tools.log_sources import JOURNAL_ENTRIES as JOURNAL_ENTRIES
-from tools.log_sources import JOURNAL_TIMEOUT_S as JOURNAL_TIMEOUT_S
-from tools.log_sources import Readers as Readers
-from tools.log_sources import readers_for as readers_for
-from tools.log_time import TIME_FORMATS, _stamp_at, _time_arg
+from tools.logs.args import QueryLogsArgs
+from tools.logs.files import log_files
+from tools.logs.filters import Filters
+from tools.logs.match import LEVELS, REGEX_SEARCH_SECONDS, RegexTooSlow, compile_regex, prefilter_for, shape_of
+from tools.logs.scan import SCAN_SECONDS, Part, Scan, mb, plural, scan_files
+from tools.logs.sources import JOURNAL_TIMEOUT_S, REAP_GRACE_S, Readers, query_command, query_journal, readers_for
+from tools.logs.time import TIME_FORMATS, stamp_at, time_arg
 from tools.runner import which
 
 OUTPUT_BYTES = 16_000
 MAX_LINE_CHARS = 2_000
-
-_ALIASES = {"WARNING": "WARN", "ERR": "ERROR", "FATAL": "ERROR", "CRITICAL": "ERROR", "CRIT": "ERROR"}
-
-
-class QueryLogsArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    service: str = Field(description="service name, as listed by list_services")
-    level: Literal["DEBUG", "INFO", "WARN", "ERROR"] | None = Field(
-        default=None, description="minimum level; ERROR shows only errors, WARN warnings and errors"
-    )
-    since: str | None = Field(
-        default=None, max_length=40, description="only lines at or after this time: 15m, 2h, 1d or ISO-8601"
-    )
-    until: str | None = Field(
-        default=None, max_length=40, description="only lines at or before this time: 15m, 2h, 1d or ISO-8601"
-    )
-    contains: str | None = Field(default=None, max_length=200, description="case-insensitive substring")
-    regex: str | None = Field(
-        default=None,
-        max_length=200,
-        description="regular expression searched within each line (Python syntax, case-sensitive unless (?i))",
-    )
-    limit: int = Field(default=50, ge=1, le=500, description="newest matching lines to return")
-
-    @field_validator("level", mode="before")
-    @classmethod
-    def _level_aliases(cls, value: Any) -> Any:
-        # Models write "error" or "WARNING" as often as "ERROR"; refusing those wastes a step.
-        if isinstance(value, str):
-            upper = value.strip().upper()
-            return _ALIASES.get(upper, upper)
-        return value
 
 
 def query_logs_tool(policy: Policy, journalctl: str | None = None) -> Tool:
@@ -160,7 +63,7 @@ def _tool_timeout(policy: Policy) -> float | None:
     if not commands and not any(s.journald for s in services):
         return None
     slowest = max((c.timeout_s for c in commands), default=0.0)
-    return SCAN_SECONDS + JOURNAL_TIMEOUT_S + slowest + 2 * _REAP_GRACE_S
+    return SCAN_SECONDS + JOURNAL_TIMEOUT_S + slowest + 2 * REAP_GRACE_S
 
 
 def query_logs(
@@ -172,7 +75,7 @@ def query_logs(
         return filters
     if readers is None:
         readers = Readers(journalctl=which("journalctl") if service.journald else None)
-    parts: list[_Part] = []
+    parts: list[Part] = []
     failures: list[ToolResult] = []
     try:
         for source in _sources(args, service, filters, principal, readers):
@@ -180,7 +83,7 @@ def query_logs(
                 failures.append(source)
             else:
                 parts.append(source)
-    except _RegexTooSlow:
+    except RegexTooSlow:
         return _regex_too_slow()
     if not parts:
         return _failed(failures)
@@ -195,14 +98,14 @@ def query_logs(
 
 
 def _sources(
-    args: QueryLogsArgs, service: Service, f: _Filters, principal: Principal | None, readers: Readers
-) -> Iterator[_Part | ToolResult]:
+    args: QueryLogsArgs, service: Service, f: Filters, principal: Principal | None, readers: Readers
+) -> Iterator[Part | ToolResult]:
     if service.logs:
         yield _query_files(args.service, service, f, args.limit)
     if service.journald:
-        yield _query_journal(args, service.journald, f, readers.journalctl)
+        yield query_journal(args, service.journald, f, readers.journalctl)
     if service.log_command:
-        yield _query_command(args, service.log_command, f, principal, readers)
+        yield query_command(args, service.log_command, f, principal, readers)
 
 
 def _failed(failures: list[ToolResult]) -> ToolResult:
@@ -218,17 +121,17 @@ def _failed(failures: list[ToolResult]) -> ToolResult:
     )
 
 
-def _query_files(name: str, service: Service, filters: _Filters, limit: int) -> _Part | ToolResult:
+def _query_files(name: str, service: Service, filters: Filters, limit: int) -> Part | ToolResult:
     files, missing = log_files(service.logs)
     if not files:
         return _unavailable(name, missing, [])
-    scan = _Scan(filters, limit)
-    _scan_files(files, scan)
+    scan = Scan(filters, limit)
+    scan_files(files, scan)
     if not scan.read and not scan.past_since:
         return _unavailable(name, missing, scan.notes)
     # Files untouched since `since` hold nothing newer: that is an answer (no lines), not a failure.
-    read = f"{_mb(scan.scanned)} of {_plural(len(scan.read), 'file')}" if scan.read else "no file written since then"
-    return _Part(scan, read, missing + scan.notes, "files")
+    read = f"{mb(scan.scanned)} of {plural(len(scan.read), 'file')}" if scan.read else "no file written since then"
+    return Part(scan, read, missing + scan.notes, "files")
 
 
 def _unavailable(service: str, missing: list[str], problems: list[str]) -> ToolResult:
@@ -262,11 +165,11 @@ def _regex_out_of_time() -> ToolResult:
     )
 
 
-def _filters(args: QueryLogsArgs, zone: tzinfo | None, now: float) -> _Filters | ToolResult:
-    since = _time_arg("since", args.since, zone, now)
+def _filters(args: QueryLogsArgs, zone: tzinfo | None, now: float) -> Filters | ToolResult:
+    since = time_arg("since", args.since, zone, now)
     if isinstance(since, ToolResult):
         return since
-    until = _time_arg("until", args.until, zone, now)
+    until = time_arg("until", args.until, zone, now)
     if isinstance(until, ToolResult):
         return until
     if since is not None and until is not None and since > until:
@@ -275,17 +178,17 @@ def _filters(args: QueryLogsArgs, zone: tzinfo | None, now: float) -> _Filters |
             f"since ({args.since}) is later than until ({args.until})",
             hint="since is the older end of the range, until the newer one",
         )
-    pattern = _compile(args.regex) if args.regex else None
+    pattern = compile_regex(args.regex) if args.regex else None
     if isinstance(pattern, ToolResult):
         return pattern
     min_rank = LEVELS.index(args.level) if args.level else None
     needle = args.contains.lower() if args.contains else None
-    return _Filters(
+    return Filters(
         min_rank=min_rank,
         needle=needle,
         prefilter=prefilter_for(needle, min_rank, args.regex),
         pattern=pattern,
-        whole_block_regex=args.regex is not None and not _shape(args.regex).lookaround,
+        whole_block_regex=args.regex is not None and not shape_of(args.regex).lookaround,
         since=since,
         until=until,
         zone=zone,
@@ -298,7 +201,7 @@ def _filters(args: QueryLogsArgs, zone: tzinfo | None, now: float) -> _Filters |
 # ---------------------------------------------------------------- the result
 
 
-def _result(service: str, parts: list[_Part], f: _Filters, limit: int, with_sources: bool) -> ToolResult:
+def _result(service: str, parts: list[Part], f: Filters, limit: int, with_sources: bool) -> ToolResult:
     scan = parts[0].scan if len(parts) == 1 else _merged(parts, f, limit)
     lines = _within_bytes([_shorten(line) for line in reversed(scan.newest_first)], OUTPUT_BYTES)
     notes = [note for part in parts for note in part.notes]
@@ -327,9 +230,9 @@ def _result(service: str, parts: list[_Part], f: _Filters, limit: int, with_sour
     return ToolResult.success(data)
 
 
-def _merged(parts: list[_Part], f: _Filters, limit: int) -> _Scan:
+def _merged(parts: list[Part], f: Filters, limit: int) -> Scan:
     """One scan of several sources: counts added up, lines merged by time, the newest `limit` kept."""
-    merged = _Scan(f, limit)
+    merged = Scan(f, limit)
     keyed: list[tuple[float, int, int, str]] = []
     for index, part in enumerate(parts):
         merged.matches += part.scan.matches
@@ -337,7 +240,7 @@ def _merged(parts: list[_Part], f: _Filters, limit: int) -> _Scan:
         merged.scanned += part.scan.scanned
         when = -math.inf  # an untimed line keeps the time of the line before it
         for seq, line in enumerate(reversed(part.scan.newest_first)):
-            stamp = _stamp_at(line, 0, f)
+            stamp = stamp_at(line, 0, f)
             when = when if stamp is None else stamp
             keyed.append((when, index, seq, line))
     keyed.sort(key=lambda k: k[:3])
@@ -347,9 +250,9 @@ def _merged(parts: list[_Part], f: _Filters, limit: int) -> _Scan:
     return merged
 
 
-def _summary(scan: _Scan, shown: int, read: str) -> str:
+def _summary(scan: Scan, shown: int, read: str) -> str:
     """E.g. "37 matching lines, showing the last 20 (newest last); read 1.2 MB of 2 files"."""
-    parts = [f"{'at least ' if scan.stopped else ''}{_plural(scan.matches, 'matching line')}"]
+    parts = [f"{'at least ' if scan.stopped else ''}{plural(scan.matches, 'matching line')}"]
     if scan.matches == 0:
         parts = ["no matching lines"]
     if shown:

@@ -1,6 +1,6 @@
 """The sources of query_logs that are processes, both run through tools/runner.py: journald
 units (journalctl) and a service's log_command (a command of the policy, through CommandBook).
-tools/logs.py describes their contract."""
+tools/logs/__init__.py describes their contract."""
 
 from __future__ import annotations
 
@@ -8,19 +8,17 @@ import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from config.policy import Command, Policy, Principal, log_command_problem
 from tools.base import ErrorType, ToolResult
 from tools.commands import CommandBook
-from tools.log_files import MIB
-from tools.log_match import _Filters, prefilter_for
-from tools.log_scan import _mb, _Part, _Scan, _scan_text
+from tools.logs.args import QueryLogsArgs
+from tools.logs.files import MIB
+from tools.logs.filters import Filters
+from tools.logs.match import prefilter_for
+from tools.logs.scan import Part, Scan, mb, scan_text
 from tools.redact import redact_text
 from tools.runner import SYSTEM_PATH, Completed, Sandbox, run, which
-
-if TYPE_CHECKING:
-    from tools.logs import QueryLogsArgs
 
 # journald: at most this many entries per query, this much output, this long.
 JOURNAL_ENTRIES = 10_000
@@ -31,7 +29,7 @@ COMMAND_LINES = 10_000
 EXCERPT_CHARS = 300
 _PRIORITIES = {"DEBUG": "debug", "INFO": "info", "WARN": "warning", "ERROR": "err"}
 # Killing and reaping a process group takes a moment after its own timeout.
-_REAP_GRACE_S = 5.0
+REAP_GRACE_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -63,7 +61,7 @@ def readers_for(policy: Policy, journalctl: str | None = None) -> Readers:
 # ---------------------------------------------------------------- journald and log commands
 
 
-def journal_argv(journalctl: str, units: Iterable[str], level: str | None, f: _Filters) -> list[str]:
+def journal_argv(journalctl: str, units: Iterable[str], level: str | None, f: Filters) -> list[str]:
     """The one journalctl run of a query: newest entries first, journald's own filters first."""
     argv = [journalctl, "--no-pager", "--quiet", "--output=short-iso-precise", "--reverse"]
     argv.append(f"--lines={JOURNAL_ENTRIES}")
@@ -77,7 +75,7 @@ def journal_argv(journalctl: str, units: Iterable[str], level: str | None, f: _F
     return argv
 
 
-def _query_journal(args: QueryLogsArgs, units: list[str], f: _Filters, journalctl: str | None) -> _Part | ToolResult:
+def query_journal(args: QueryLogsArgs, units: list[str], f: Filters, journalctl: str | None) -> Part | ToolResult:
     what = f"the journal of {', '.join(units)}"
     if journalctl is None:
         return ToolResult.failure(
@@ -96,15 +94,15 @@ def _query_journal(args: QueryLogsArgs, units: list[str], f: _Filters, journalct
     entries = _entries(lines)
     # The level was journald's priority; level words in the text mean nothing more here.
     filters = dataclasses.replace(f, min_rank=None, prefilter=prefilter_for(f.needle, None, args.regex))
-    scan = _Scan(filters, args.limit)
-    _scan_text("\n".join(line for entry in reversed(entries) for line in entry), done.output_bytes, scan)
+    scan = Scan(filters, args.limit)
+    scan_text("\n".join(line for entry in reversed(entries) for line in entry), done.output_bytes, scan)
     if scan.stopped:
         pass
     elif done.cut:
-        scan.stopped = f"journalctl's output reached its cap of {_mb(JOURNAL_OUTPUT_BYTES)}"
+        scan.stopped = f"journalctl's output reached its cap of {mb(JOURNAL_OUTPUT_BYTES)}"
     elif len(entries) >= JOURNAL_ENTRIES:
         scan.stopped = f"journalctl returned its cap of {JOURNAL_ENTRIES:,} entries"
-    return _Part(scan, f"{_mb(done.output_bytes)} of {what}", [], f"journald: {', '.join(units)}")
+    return Part(scan, f"{mb(done.output_bytes)} of {what}", [], f"journald: {', '.join(units)}")
 
 
 def _entries(newest_first: list[str]) -> list[list[str]]:
@@ -121,9 +119,9 @@ def _entries(newest_first: list[str]) -> list[list[str]]:
     return entries
 
 
-def _query_command(
-    args: QueryLogsArgs, name: str, f: _Filters, principal: Principal | None, readers: Readers
-) -> _Part | ToolResult:
+def query_command(
+    args: QueryLogsArgs, name: str, f: Filters, principal: Principal | None, readers: Readers
+) -> Part | ToolResult:
     if name in readers.broken or readers.commands is None:
         problem = readers.broken.get(name, f"log_command {name!r} cannot be run")
         return ToolResult.failure(
@@ -151,19 +149,19 @@ def _query_command(
         lines.pop(0)  # cut in the middle by the cap
     if lines and lines[-1] == "":
         lines.pop()
-    scan = _Scan(f, args.limit)
-    _scan_text("\n".join(lines), done.output_bytes, scan)
+    scan = Scan(f, args.limit)
+    scan_text("\n".join(lines), done.output_bytes, scan)
     asked = params.get("lines")
     if scan.stopped:
         pass
     elif done.cut:
-        scan.stopped = f"the output of {name!r} reached its cap of {_mb(spec.max_output_bytes)}"
+        scan.stopped = f"the output of {name!r} reached its cap of {mb(spec.max_output_bytes)}"
     elif asked is not None and len(lines) >= int(asked):
         scan.stopped = f"{name!r} returned the {int(asked):,} lines asked for"
-    return _Part(scan, f"{_mb(done.output_bytes)} of the output of {name!r}", [], f"command: {name}")
+    return Part(scan, f"{mb(done.output_bytes)} of the output of {name!r}", [], f"command: {name}")
 
 
-def _filled_params(spec: Command, f: _Filters) -> dict[str, str | int]:
+def _filled_params(spec: Command, f: Filters) -> dict[str, str | int]:
     """The values query_logs gives a log command: `since` and `lines`, when it declares them."""
     params: dict[str, str | int] = {}
     if "since" in spec.params and f.since is not None:

@@ -1,4 +1,4 @@
-"""Matching for query_logs: the filters of a query, level words, the substring, and a regex
+"""Matching for query_logs: level words, the substring, and a regex
 that is refused for its shape or bounded in time (per search and by the query's deadline).
 
 Every filter judges redacted lines, so no sequence of queries can learn what redaction hides
@@ -13,13 +13,13 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import tzinfo
 from typing import Any
 
 import regex
 
 from tools.base import ErrorType, ToolResult
-from tools.log_time import _time_of, _Verdict
+from tools.logs.filters import Filters, Prefilter
+from tools.logs.time import Verdict, time_of
 from tools.redact import marker_free, redact_lines
 from tools.redact.pem import MARKER as PEM_MARKER
 from tools.redact.pem import in_body_run, redact_body_runs
@@ -27,32 +27,6 @@ from tools.redact.pem import in_body_run, redact_body_runs
 LEVELS = ("DEBUG", "INFO", "WARN", "ERROR")
 REGEX_SEARCH_SECONDS = 0.5
 LEVEL_HEAD_CHARS = 200
-
-
-@dataclass(frozen=True)
-class _Filters:
-    min_rank: int | None
-    needle: str | None  # lower-cased
-    prefilter: Prefilter  # finds the lines worth redacting and judging (see `prefilter_for`)
-    pattern: Any  # a compiled `regex` pattern, or None
-    whole_block_regex: bool  # the pattern finds the same lines when run over a block as over each line
-    since: float | None
-    until: float | None
-    zone: tzinfo | None
-    now: float
-    year: int  # this year where the service is: syslog timestamps leave it out
-    deadline: float
-
-    @property
-    def content(self) -> bool:
-        return self.min_rank is not None or self.needle is not None or self.pattern is not None
-
-    @property
-    def timed(self) -> bool:
-        return self.since is not None or self.until is not None
-
-    def in_range(self, when: float) -> bool:
-        return (self.since is None or when >= self.since) and (self.until is None or when <= self.until)
 
 
 # ---------------------------------------------------------------- levels
@@ -69,7 +43,7 @@ _LEVEL_WORD = re.compile(
 )
 
 
-def _level_rank(line: str) -> int | None:
+def level_rank(line: str) -> int | None:
     """The rank of the line's first level word (0 DEBUG ... 3 ERROR), looked for near its start."""
     found = _LEVEL_WORD.search(line, 0, LEVEL_HEAD_CHARS)
     return _LEVEL_RANKS[found[1].lower()] if found else None
@@ -86,7 +60,7 @@ def _level_tokens(min_rank: int) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class _Shape:
+class Shape:
     nested: bool  # a repeated group holding an unbounded repetition: (a+)+, (\w+\s?)*
     overlapping: bool  # a repeated group whose literal alternatives spell one text two ways: (a|aa)+
     string_anchor: bool  # \A, \Z, \z
@@ -96,9 +70,9 @@ class _Shape:
 _BRACES = re.compile(r"\{(\d*)(,?)(\d*)\}")
 
 
-def _compile(pattern: str) -> Any:
+def compile_regex(pattern: str) -> Any:
     """The compiled pattern, or `invalid_args` saying why it is refused."""
-    shape = _shape(pattern)
+    shape = shape_of(pattern)
     if shape.nested:
         return ToolResult.failure(
             ErrorType.invalid_args,
@@ -129,7 +103,7 @@ def _compile(pattern: str) -> Any:
         )
 
 
-def _shape(pattern: str) -> _Shape:
+def shape_of(pattern: str) -> Shape:
     """What a pattern's syntax says about its cost and meaning, read without compiling it."""
     nested = overlapping = anchor = look = False
     outer: list[bool] = []  # per open group: whether the enclosing group held an unbounded repetition
@@ -162,7 +136,7 @@ def _shape(pattern: str) -> _Shape:
             length, open_ended, _ = _quantifier(pattern, i)
             unbounded |= open_ended
             i += max(length, 1)
-    return _Shape(nested=nested, overlapping=overlapping, string_anchor=anchor, lookaround=look)
+    return Shape(nested=nested, overlapping=overlapping, string_anchor=anchor, lookaround=look)
 
 
 def _ambiguous(body: str) -> bool:
@@ -295,16 +269,6 @@ def _group_body(pattern: str, i: int) -> tuple[int, str]:
 # ---------------------------------------------------------------- matching
 
 
-@dataclass(frozen=True)
-class Prefilter:
-    """Words one of which the raw text of every line that matches in its redacted form holds;
-    none when no filter has such words, and then every line of a block is redacted before any is
-    judged. `cased` words are found as written, the others in the lower-cased text."""
-
-    words: tuple[str, ...] = ()
-    cased: bool = False
-
-
 def prefilter_for(needle: str | None, min_rank: int | None, regex_text: str | None) -> Prefilter:
     """Words to find the lines worth redacting and judging, without redacting the others.
 
@@ -352,18 +316,18 @@ def required_literal(pattern: str) -> tuple[str, bool] | None:
     return longest, bool(parsed.state.flags & re.IGNORECASE)
 
 
-def _match_block(text: str, f: _Filters, need: int, judged: tuple[_Verdict, float]) -> tuple[int, list[str], int]:
+def match_block(text: str, f: Filters, need: int, judged: tuple[Verdict, float]) -> tuple[int, list[str], int]:
     """(matches, the newest `need` of them oldest first, matches without a time) in one block,
     judged on redacted lines. `text` has had the rules that span lines (redact_spanning)."""
     verdict, first = judged
-    if verdict in (_Verdict.newer, _Verdict.older):
+    if verdict in (Verdict.newer, Verdict.older):
         return 0, [], 0
     if not f.content:
         # Every line counts: the block's body runs are hidden first, so a key counts as one line.
         text = redact_body_runs(text)
-        if verdict is _Verdict.untimed:
+        if verdict is Verdict.untimed:
             return 0, [], text.count("\n") + 1
-        if verdict is _Verdict.inside:
+        if verdict is Verdict.inside:
             count, lines, untimed = _tail(text, need)
             return count, _redacted(lines), untimed
     kept: deque[str] = deque(maxlen=need)
@@ -371,22 +335,22 @@ def _match_block(text: str, f: _Filters, need: int, judged: tuple[_Verdict, floa
     try:
         for start, line in _judged_lines(text, f):
             if time.monotonic() > f.deadline:
-                raise _OutOfTime
+                raise OutOfTime
             if not line or not _content_matches(line, f):
                 continue
-            if verdict is _Verdict.untimed:
+            if verdict is Verdict.untimed:
                 untimed += 1
                 continue
-            if verdict is _Verdict.edge and not f.in_range(_time_of(text, start, f, fallback=first)):
+            if verdict is Verdict.edge and not f.in_range(time_of(text, start, f, fallback=first)):
                 continue
             count += 1
             kept.append(line)
-    except _OutOfTime:
-        raise _OutOfTime((count, list(kept), untimed)) from None
+    except OutOfTime:
+        raise OutOfTime((count, list(kept), untimed)) from None
     return count, list(kept), untimed
 
 
-def _judged_lines(text: str, f: _Filters) -> Iterable[tuple[int, str]]:
+def _judged_lines(text: str, f: Filters) -> Iterable[tuple[int, str]]:
     """(where each line that may match starts in `text`, the line redacted), oldest first."""
     spans = _token_spans(text, f)
     if spans is not None:
@@ -415,9 +379,9 @@ def _tail(text: str, need: int) -> tuple[int, list[str], int]:
     return text.count("\n") + 1, [line for line in lines if line], 0
 
 
-def _content_matches(line: str, f: _Filters) -> bool:
+def _content_matches(line: str, f: Filters) -> bool:
     if f.min_rank is not None:
-        rank = _level_rank(line)
+        rank = level_rank(line)
         if rank is None or rank < f.min_rank:
             return False
     if f.needle is not None and f.needle not in line.lower():
@@ -425,11 +389,11 @@ def _content_matches(line: str, f: _Filters) -> bool:
     return f.pattern is None or _search(f, line, 0) is not None
 
 
-class _RegexTooSlow(Exception):
+class RegexTooSlow(Exception):
     """One search ran past REGEX_SEARCH_SECONDS on its own: the pattern, not the data, is at fault."""
 
 
-class _OutOfTime(Exception):
+class OutOfTime(Exception):
     """The query's deadline passed in the middle of a block; `partial` is what the block gave so far."""
 
     def __init__(self, partial: tuple[int, list[str], int] = (0, [], 0)) -> None:
@@ -437,21 +401,21 @@ class _OutOfTime(Exception):
         self.partial = partial
 
 
-def _search(f: _Filters, text: str, position: int) -> Any:
+def _search(f: Filters, text: str, position: int) -> Any:
     """One search, time-boxed by REGEX_SEARCH_SECONDS and by what is left of the query's deadline."""
     remaining = f.deadline - time.monotonic()
     if remaining <= 0:
-        raise _OutOfTime
+        raise OutOfTime
     box = min(REGEX_SEARCH_SECONDS, remaining)
     try:
         return f.pattern.search(text, position, timeout=box)
     except TimeoutError as exc:  # an OSError subclass: must not pass for a file that cannot be read
         if box < REGEX_SEARCH_SECONDS:
-            raise _OutOfTime from exc
-        raise _RegexTooSlow from exc
+            raise OutOfTime from exc
+        raise RegexTooSlow from exc
 
 
-def _token_spans(text: str, f: _Filters) -> list[tuple[int, int]] | None:
+def _token_spans(text: str, f: Filters) -> list[tuple[int, int]] | None:
     """Spans of the lines holding one of the filter's words, found by searching the whole block;
     None when there are no words (or lower() changed the text's length: offsets would not line up)."""
     if not f.prefilter.words:
@@ -464,7 +428,7 @@ def _token_spans(text: str, f: _Filters) -> list[tuple[int, int]] | None:
     return _lines_holding(text, lowered, f.prefilter.words)
 
 
-def _spans(text: str, f: _Filters) -> Iterable[tuple[int, int]]:
+def _spans(text: str, f: Filters) -> Iterable[tuple[int, int]]:
     """Spans of the lines of a redacted block that may match, oldest first."""
     if f.pattern is not None and f.whole_block_regex:
         return _lines_matching(text, f)
@@ -487,7 +451,7 @@ def _lines_holding(text: str, lowered: str, tokens: tuple[str, ...]) -> list[tup
     return sorted(spans.items())
 
 
-def _lines_matching(text: str, f: _Filters) -> Iterator[tuple[int, int]]:
+def _lines_matching(text: str, f: Filters) -> Iterator[tuple[int, int]]:
     # Searched with MULTILINE, so ^ and $ are line ends: every line that matches alone holds a
     # match found here, and each such line is checked again alone.
     position = 0

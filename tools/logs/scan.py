@@ -2,7 +2,7 @@
 how files (plain backwards, .gz forwards, through the safe open) and whole outputs go through it.
 
 Each block gets the redaction rules that span lines (private keys, whose lines a filter would
-otherwise show one by one without their BEGIN line) before anything looks at it; tools/log_match.py
+otherwise show one by one without their BEGIN line) before anything looks at it; tools/logs/match.py
 redacts the lines themselves before judging them."""
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from tools.log_files import _DAMAGE, BLOCK_BYTES, MIB, LogFile, _backwards, _end_before, _forwards, open_log
-from tools.log_match import _Filters, _match_block, _OutOfTime
-from tools.log_time import _judge, _Verdict
+from tools.logs.files import BLOCK_BYTES, DAMAGE, MIB, LogFile, backwards, end_before, forwards, open_log
+from tools.logs.filters import Filters
+from tools.logs.match import OutOfTime, match_block
+from tools.logs.time import Verdict, judge
 from tools.redact import redact_spanning
 
 # Once `limit` lines are found, counting goes on only this far, so a plain "last 50 errors" stays fast.
@@ -26,10 +27,10 @@ SCAN_SECONDS = 5.0
 
 
 @dataclass
-class _Part:
+class Part:
     """What one source gave: its scan, and how to say what was read."""
 
-    scan: _Scan
+    scan: Scan
     read: str  # "1.2 MB of 2 files", "14 KB of the journal of nginx.service"
     notes: list[str]
     source: str  # "files", "journald: nginx.service", "command: pod-logs"
@@ -39,8 +40,8 @@ class _Part:
 
 
 @dataclass
-class _Scan:
-    f: _Filters
+class Scan:
+    f: Filters
     limit: int
     newest_first: list[str] = field(default_factory=list)
     matches: int = 0
@@ -52,11 +53,11 @@ class _Scan:
     past_since: bool = False  # older data is all before `since`: nothing more to read
     out_of_time: bool = False  # the deadline passed in the middle of a block
 
-    def match(self, text: str, need: int, judged: tuple[_Verdict, float]) -> tuple[int, list[str], int]:
-        """_match_block, stopping the scan with what the block gave so far when time is up."""
+    def match(self, text: str, need: int, judged: tuple[Verdict, float]) -> tuple[int, list[str], int]:
+        """match_block, stopping the scan with what the block gave so far when time is up."""
         try:
-            return _match_block(text, self.f, need, judged)
-        except _OutOfTime as exc:
+            return match_block(text, self.f, need, judged)
+        except OutOfTime as exc:
             self.out_of_time = True
             self.stopped = self.stopped or f"it ran for its cap of {SCAN_SECONDS:g} s"
             return exc.partial
@@ -76,17 +77,17 @@ class _Scan:
         hit by the last block does not make a complete count look partial."""
         if self.stopped is None:
             if self.scanned >= MAX_SCAN_BYTES:
-                self.stopped = f"it read its cap of {_mb(MAX_SCAN_BYTES)}"
+                self.stopped = f"it read its cap of {mb(MAX_SCAN_BYTES)}"
             elif self.need <= 0 and self.scanned >= COUNT_SCAN_BYTES:
-                self.stopped = f"the {self.limit} lines asked for were found within the newest {_mb(self.scanned)}"
+                self.stopped = f"the {self.limit} lines asked for were found within the newest {mb(self.scanned)}"
             elif self.untimed >= self.limit and self.scanned >= COUNT_SCAN_BYTES:
-                self.stopped = f"{self.untimed:,} lines without a time had been found in the newest {_mb(self.scanned)}"
+                self.stopped = f"{self.untimed:,} lines without a time had been found in the newest {mb(self.scanned)}"
             elif time.monotonic() > self.f.deadline:
                 self.stopped = f"it ran for its cap of {SCAN_SECONDS:g} s"
         return self.stopped is None
 
 
-def _scan_files(files: list[LogFile], scan: _Scan) -> None:
+def scan_files(files: list[LogFile], scan: Scan) -> None:
     for file in files:
         if scan.past_since or not scan.may_go_on():
             return
@@ -102,19 +103,19 @@ def _scan_files(files: list[LogFile], scan: _Scan) -> None:
             scan.notes.append(f"{file.path} could not be read: {exc.strerror or exc}")
 
 
-def _scan_plain(file: LogFile, scan: _Scan) -> None:
+def _scan_plain(file: LogFile, scan: Scan) -> None:
     with os.fdopen(open_log(file), "rb") as handle:
         end = handle.seek(0, os.SEEK_END)
         if scan.f.until is not None and file.mtime > scan.f.until and end > 2 * BLOCK_BYTES:
-            end = _end_before(handle, end, scan.f)
+            end = end_before(handle, end, scan.f)
         scan.read.append(str(file.path))
-        for index, (text, size) in enumerate(_backwards(handle, end)):
+        for index, (text, size) in enumerate(backwards(handle, end)):
             if index and not scan.may_go_on():
                 return
             scan.scanned += size
             text = redact_spanning(text)
-            judged = _judge(text, scan.f)
-            if judged[0] is _Verdict.older:
+            judged = judge(text, scan.f)
+            if judged[0] is Verdict.older:
                 scan.past_since = True
                 return
             scan.add(*scan.match(text, max(scan.need, 0), judged))
@@ -122,50 +123,46 @@ def _scan_plain(file: LogFile, scan: _Scan) -> None:
                 return
 
 
-def _scan_gz(file: LogFile, scan: _Scan) -> None:
+def _scan_gz(file: LogFile, scan: Scan) -> None:
     """A .gz file from its start: the newest `need` matches are kept as they stream by."""
     kept: deque[str] = deque(maxlen=max(scan.need, 0))
     count = untimed = 0
     with os.fdopen(open_log(file), "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as stream:
         scan.read.append(str(file.path))
         try:
-            for index, (text, size) in enumerate(_forwards(stream)):
+            for index, (text, size) in enumerate(forwards(stream)):
                 # Enough lines in `kept` is no reason to stop: the newest of this file come last.
                 if index and not scan.may_go_on():
-                    scan.notes.append(
-                        f"only the first {_mb(stream.tell())} of {file.path.name} (uncompressed) was read"
-                    )
+                    scan.notes.append(f"only the first {mb(stream.tell())} of {file.path.name} (uncompressed) was read")
                     break
                 scan.scanned += size
                 text = redact_spanning(text)
-                judged = _judge(text, scan.f)
-                if judged[0] is _Verdict.newer:
+                judged = judge(text, scan.f)
+                if judged[0] is Verdict.newer:
                     break
-                scan.past_since |= judged[0] is _Verdict.older
+                scan.past_since |= judged[0] is Verdict.older
                 found, lines, no_time = scan.match(text, kept.maxlen or 0, judged)
                 count, untimed = count + found, untimed + no_time
                 kept.extend(lines)
                 if scan.out_of_time:
-                    scan.notes.append(
-                        f"only the first {_mb(stream.tell())} of {file.path.name} (uncompressed) was read"
-                    )
+                    scan.notes.append(f"only the first {mb(stream.tell())} of {file.path.name} (uncompressed) was read")
                     break
-        except _DAMAGE as exc:
+        except DAMAGE as exc:
             scan.notes.append(f"{file.path.name} is damaged ({exc}); read up to the damage")
     scan.add(count, list(kept), untimed)
 
 
-def _mb(size: int) -> str:
+def mb(size: int) -> str:
     return f"{size / MIB:.1f} MB" if size >= MIB // 10 else f"{(size + 1023) // 1024} KB"
 
 
-def _plural(count: int, noun: str) -> str:
+def plural(count: int, noun: str) -> str:
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
-def _scan_text(text: str, size: int, scan: _Scan) -> None:
+def scan_text(text: str, size: int, scan: Scan) -> None:
     """A whole output, oldest line first, through the matcher files go through."""
     scan.scanned += size
     text = redact_spanning(text)
     if text:
-        scan.add(*scan.match(text, scan.limit, _judge(text, scan.f)))
+        scan.add(*scan.match(text, scan.limit, judge(text, scan.f)))

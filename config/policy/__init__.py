@@ -1,0 +1,54 @@
+"""The operator's policy: which services exist, where their logs are, what may be read and run,
+which runbooks there are, and who may do what.
+
+A module each: base (strict models, names, who is asking), services, commands, configs (config
+roots), runbooks (the runbook format), whole (the Policy that holds them all and the checks
+across them). Code outside the package imports these names from here.
+"""
+
+from config.policy.base import Access, Name, Principal, Strict
+from config.policy.commands import Command, check_values, control_character
+from config.policy.configs import NEVER_READ, ConfigFile, ConfigRoot
+from config.policy.runbooks import (
+    END,
+    STEP_TAGS,
+    ApprovalStep,
+    BranchStep,
+    Condition,
+    ExplainStep,
+    Gate,
+    Runbook,
+    ToolStep,
+    Trigger,
+    template_of,
+)
+from config.policy.services import Service
+from config.policy.whole import FILLED_PARAMS, Policy, log_command_problem
+
+__all__ = [
+    "END",
+    "FILLED_PARAMS",
+    "NEVER_READ",
+    "STEP_TAGS",
+    "Access",
+    "ApprovalStep",
+    "BranchStep",
+    "Command",
+    "Condition",
+    "ConfigFile",
+    "ConfigRoot",
+    "ExplainStep",
+    "Gate",
+    "Name",
+    "Policy",
+    "Principal",
+    "Runbook",
+    "Service",
+    "Strict",
+    "ToolStep",
+    "Trigger",
+    "check_values",
+    "control_character",
+    "log_command_problem",
+    "template_of",
+]
