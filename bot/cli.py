@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from bot.answer_stream import AnswerPreview
 from bot.build import build_agent
-from bot.commands import NotACommand, Parsed, parse_command, run_command
+from bot.commands import Question, decide, run_command
 from bot.loop import Agent
 from bot.prompts import UNCHECKED, no_model_text
 from bot.reply import Progress, Reply, Step
@@ -22,6 +22,7 @@ from config.check import ConfigError
 from config.policy import Policy, Principal
 from config.runbooks import load_runbooks
 from config.settings import SAMPLE_CONFIG, Settings, load_file_config
+from tools.base import CallStatus
 from tools.catalog import runbook_arg_problems
 from tools.logs import log_files
 
@@ -55,12 +56,12 @@ class TerminalProgress(Progress):
         if step.calls or step.note:
             self._end_line()  # only then: a cut answer's continuation goes on on the same line
         for call in step.calls:
-            mark = "✓" if call.status == "ok" else "✗"
+            mark = "✓" if call.status is CallStatus.ok else "✗"
             detail = f" – {call.error}" if call.error else ""
             click.secho(
                 f"  {mark} step {step.n}: {call.tool} {_args(call.args)} → {call.status} "
                 f"({call.duration_ms:.0f} ms){detail}",
-                fg="green" if call.status == "ok" else "yellow",
+                fg="green" if call.status is CallStatus.ok else "yellow",
                 file=self.stream,
             )
         if step.note:
@@ -170,21 +171,10 @@ def chat(ctx: click.Context, thread: str) -> None:
             _answer(agent, settings.policy, text, thread, sys.stdout)
 
 
-def _command(agent: Agent, policy: Policy, text: str) -> Parsed | None:
-    """The direct command in `text`, or None when it is a question for the model.
-
-    Text that only starts like a command goes to the model when there is one; without a model
-    the engineer is shown why it is not a command."""
-    parsed = parse_command(policy, text)
-    if isinstance(parsed, NotACommand) and agent.model is not None:
-        return None
-    return parsed
-
-
 def _answer(agent: Agent, policy: Policy, text: str, thread: str, stream: Any) -> Reply | None:
-    parsed = _command(agent, policy, text)
-    if parsed is not None:
-        click.echo(run_command(agent, parsed, thread, TERMINAL_USER).text, file=stream)
+    decision = decide(policy, text, can_ask=agent.model is not None)
+    if not isinstance(decision, Question):
+        click.echo(run_command(agent, decision, thread, TERMINAL_USER).text, file=stream)
         return None
     progress = TerminalProgress(sys.stderr, stream, prompt="opsbot> ", color="cyan")
     reply = agent.run(text, thread=thread, progress=progress, principal=TERMINAL_USER)
@@ -213,9 +203,9 @@ def ask(ctx: click.Context, question: str, thread: str, as_json: bool) -> None:
     """Ask one question (or run one direct command) and print the answer."""
     settings = _settings(ctx)
     agent = build_agent(settings)
-    parsed = _command(agent, settings.policy, question)
-    if parsed is not None:
-        output = run_command(agent, parsed, thread, TERMINAL_USER)
+    decision = decide(settings.policy, question, can_ask=agent.model is not None)
+    if not isinstance(decision, Question):
+        output = run_command(agent, decision, thread, TERMINAL_USER)
         click.echo(json.dumps({"text": output.text, "ok": output.ok}) if as_json else output.text)
         ctx.exit(0 if output.ok else 1)
     if as_json:

@@ -5,6 +5,7 @@ through the same executor as the loop, so validation, timeouts and redaction are
 
 Only an exact command form is a command: `reset` alone resets, but "reset of payments broke
 checkout?" is a question, and so is "logs show 502s" when there is no service called `show`.
+`decide` is the one place that tells a command from a question; every front end asks it.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import shlex
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 
 import yaml
+from pydantic import BaseModel, ConfigDict
 
 from bot.loop import Agent
 from bot.memory import MemoryUnavailable, ThreadBusy
@@ -49,42 +52,78 @@ class CommandOutput:
     approval: ApprovalRequest | None = None  # a write command waiting for a person
 
 
-@dataclass(frozen=True)
-class NotACommand:
-    """Starts like a command but is not one; `why` is shown when there is no model to ask instead."""
+class Builtin(StrEnum):
+    """The direct commands no tool answers."""
 
+    help = "help"
+    reset = "reset"
+
+
+# Decisions travel in a Slack job through Redis: each kind is told apart by its fields alone
+# (a ToolCall has id, name and arguments; the others forbid anything they do not declare).
+_STORED = ConfigDict(frozen=True, extra="forbid")
+
+
+class NotACommand(BaseModel):
+    """Starts like the command `name` but is not one; `why` is shown when there is no model to ask instead."""
+
+    model_config = _STORED
+
+    name: str
     why: str
 
 
-@dataclass(frozen=True)
-class RunbookRequest:
+class RunbookRequest(BaseModel):
     """`runbook run <id> k=v`: a front end with approvals runs it (the Slack app)."""
+
+    model_config = _STORED
 
     runbook: str
     params: dict[str, str]
 
 
-Parsed = ToolCall | str | NotACommand | RunbookRequest  # a tool call, a built-in, a runbook run, or not a command
+class Question(BaseModel):
+    """Text for the model. `almost`: the command it only starts like, when it does."""
+
+    model_config = _STORED
+
+    almost: NotACommand | None = None
 
 
-def parse_command(policy: Policy, text: str) -> Parsed | None:
+DirectCommand = ToolCall | Builtin | NotACommand | RunbookRequest  # a tool call, a built-in, a runbook run, or not one
+Decision = DirectCommand | Question
+
+
+def decide(policy: Policy, text: str, can_ask: bool) -> Decision:
+    """What `text` is: a direct command, or a question for the model. Text that only starts like a
+    command is a question when there is a model to ask (`can_ask`); without one, the person is
+    shown why it is not a command."""
+    parsed = parse_command(policy, text)
+    if parsed is None:
+        return Question()
+    if isinstance(parsed, NotACommand) and can_ask:
+        return Question(almost=parsed)
+    return parsed
+
+
+def parse_command(policy: Policy, text: str) -> DirectCommand | None:
     """The command `text` is, `NotACommand` if it only starts like one, None if it is a question."""
     words = text.strip().split()
     if not words or words[0].lower() not in NAMES:
         return None
-    try:
-        words = shlex.split(text)
-    except ValueError as exc:
-        return NotACommand(f"Could not read that command ({exc}).")
-    name, args = words[0].lower(), words[1:]
+    name = words[0].lower()
     if name in ("help", "reset", "services"):
-        if args:
-            return NotACommand(f"`{name}` takes no arguments.")
-        return ToolCall("direct", "list_services", "{}") if name == "services" else name
+        if len(words) > 1:
+            return NotACommand(name=name, why=f"`{name}` takes no arguments.")
+        return ToolCall("direct", "list_services", "{}") if name == "services" else Builtin(name)
+    try:
+        args = shlex.split(text)[1:]
+    except ValueError as exc:
+        return NotACommand(name=name, why=f"Could not read that command ({exc}).")
     return _tool_call(policy, name, args)
 
 
-def run_command(agent: Agent, parsed: Parsed, thread: str, principal: Principal | None = None) -> CommandOutput:
+def run_command(agent: Agent, parsed: DirectCommand, thread: str, principal: Principal | None = None) -> CommandOutput:
     if isinstance(parsed, RunbookRequest):
         return CommandOutput(
             f"Runbook {parsed.runbook} runs in Slack, where its approvals can be given: "
@@ -93,9 +132,9 @@ def run_command(agent: Agent, parsed: Parsed, thread: str, principal: Principal 
         )
     if isinstance(parsed, NotACommand):
         return CommandOutput(f"{parsed.why}\n\n{USAGE}", ok=False)
-    if parsed == "help":
+    if parsed == Builtin.help:
         return CommandOutput(USAGE, ok=True)
-    if parsed == "reset":
+    if parsed == Builtin.reset:
         return _reset(agent, thread)
     assert isinstance(parsed, ToolCall)
     result = agent.executor.run_one(parsed, principal).result
@@ -117,7 +156,9 @@ def _reset(agent: Agent, thread: str) -> CommandOutput:
 def _tool_call(policy: Policy, name: str, args: list[str]) -> ToolCall | NotACommand | RunbookRequest:
     if name == "logs":
         if not args or args[0] not in policy.services:
-            return NotACommand(_unknown("logs <service> [level] [text]", "service", args, policy.services))
+            return NotACommand(
+                name=name, why=_unknown("logs <service> [level] [text]", "service", args, policy.services)
+            )
         query: dict[str, object] = {"service": args[0]}
         rest = args[1:]
         if rest and rest[0].upper() in LEVELS:
@@ -137,11 +178,11 @@ def _tool_call(policy: Policy, name: str, args: list[str]) -> ToolCall | NotACom
     if name == "run":
         usage = "run <command> [name=value ...]"
         if not args or args[0] not in policy.commands:
-            return NotACommand(_unknown(usage, "command", args, policy.commands))
+            return NotACommand(name=name, why=_unknown(usage, "command", args, policy.commands))
         # Only name=value words, each name once: "run uptime now" stays a question.
         pairs = [arg.partition("=") for arg in args[1:]]
         if any(not key or not sep for key, sep, _ in pairs) or len({key for key, _, _ in pairs}) != len(pairs):
-            return NotACommand(f"Usage: {usage}; {args[0]}: {policy.commands[args[0]].summary()}.")
+            return NotACommand(name=name, why=f"Usage: {usage}; {args[0]}: {policy.commands[args[0]].summary()}.")
         call: dict[str, object] = {"command": args[0]}
         if pairs:
             call["params"] = {key: value for key, _, value in pairs}
@@ -151,7 +192,9 @@ def _tool_call(policy: Policy, name: str, args: list[str]) -> ToolCall | NotACom
     # A root name cannot contain "/", so `checkout/app.yaml` is unambiguously a root and a path in it.
     root, _, path = args[0].partition("/") if args else ("", "", "")
     if len(args) not in (1, 2) or root not in policy.config_files:
-        return NotACommand(_unknown("config <root>[/path] [key.path]", "config root", args, policy.config_files))
+        return NotACommand(
+            name=name, why=_unknown("config <root>[/path] [key.path]", "config root", args, policy.config_files)
+        )
     read = {"name": root, **({"path": path} if path else {}), **({"key": args[1]} if len(args) == 2 else {})}
     return ToolCall("direct", "read_config", json.dumps(read))
 
@@ -160,18 +203,20 @@ def _runbook_call(policy: Policy, args: list[str]) -> ToolCall | NotACommand | R
     usage = "runbook list | runbook show <id> | runbook run <id> [name=value ...]"
     if len(args) >= 2 and args[0] == "run":
         if args[1] not in policy.runbooks:
-            return NotACommand(_unknown(usage, "runbook", args[1:], policy.runbooks))
+            return NotACommand(name="runbook", why=_unknown(usage, "runbook", args[1:], policy.runbooks))
         pairs = [arg.partition("=") for arg in args[2:]]
         if any(not key or not sep for key, sep, _ in pairs) or len({key for key, _, _ in pairs}) != len(pairs):
-            return NotACommand(f"Usage: {usage}; parameters are name=value, each name once.")
-        return RunbookRequest(args[1], {key: value for key, _, value in pairs})
+            return NotACommand(name="runbook", why=f"Usage: {usage}; parameters are name=value, each name once.")
+        return RunbookRequest(runbook=args[1], params={key: value for key, _, value in pairs})
     if args == ["list"]:
         return ToolCall("direct", "list_runbooks", "{}")
     if len(args) == 2 and args[0] == "show":
         if args[1] not in policy.runbooks:
-            return NotACommand(_unknown(usage, "runbook", args[1:], policy.runbooks))
+            return NotACommand(name="runbook", why=_unknown(usage, "runbook", args[1:], policy.runbooks))
         return ToolCall("direct", "read_runbook", json.dumps({"name": args[1]}))
-    return NotACommand(f"Usage: {usage}; runbooks: {', '.join(sorted(policy.runbooks)) or 'none configured'}.")
+    return NotACommand(
+        name="runbook", why=f"Usage: {usage}; runbooks: {', '.join(sorted(policy.runbooks)) or 'none configured'}."
+    )
 
 
 def _unknown(usage: str, kind: str, args: list[str], known: Iterable[str]) -> str:

@@ -16,14 +16,14 @@ from typing import Any
 from pydantic import BaseModel
 
 from config.settings import LoopLimits
-from tools.base import ErrorType, ToolResult
+from tools.base import CallStatus, ErrorType, ToolResult
 from tools.executor import ToolCall
 
 
 class RepeatRecord(BaseModel):
     tool: str
     args: str
-    status: str
+    status: CallStatus
     result: str
     repeats: int = 0
 
@@ -83,7 +83,7 @@ class LoopGuard:
     def check(self, call: ToolCall) -> Check:
         key = call_key(call)
         earlier = self.records.get(key)
-        if earlier is None or earlier.status != "ok":
+        if earlier is None or earlier.status is not CallStatus.ok:
             return Check(Verdict.run)
         earlier = earlier.model_copy(update={"repeats": earlier.repeats + 1})
         self.records[key] = earlier

@@ -25,7 +25,7 @@ from bot.budget import CallBudget, Refusal
 from bot.context import fit_prompt
 from bot.findings import findings_text
 from bot.guards import LoopGuard, Verdict, call_key, canonical_arguments
-from bot.llm import ModelClient, ModelTurn, ModelUnavailable, Usage
+from bot.llm import Model, ModelTurn, ModelUnavailable, Usage
 from bot.llm.shaping import unique_ids
 from bot.memory import Memory, MemoryUnavailable, ThreadBusy, ThreadState
 from bot.messages import Block, Message
@@ -44,7 +44,7 @@ from bot.prompts import (
     stopped_text,
     unsaved_answer_note,
 )
-from bot.reply import CallRecord, Progress, Reply, Step, StopReason
+from bot.reply import CallRecord, Progress, Reply, Step, StepDecision, StopReason
 from bot.summary import blocks_to_fold, write_summary
 from bot.tokens import CHARS_PER_TOKEN
 from config.policy import Principal
@@ -61,9 +61,9 @@ REASONING_LOG_CHARS = 4_000
 class Agent:
     def __init__(
         self,
-        model: ModelClient | None,
+        model: Model | None,
         memory: Memory,
-        tools: Registry | Iterable[Tool | Callable[..., Any]],
+        tools: Registry | Iterable[Tool[Any] | Callable[..., Any]],
         limits: LoopLimits | None = None,
         memory_settings: MemorySettings | None = None,
         system_prompt: str = SYSTEM_PROMPT,
@@ -166,12 +166,16 @@ class _Run:
                 continue
             # Tool calls on a step without tools are not run; what came with them is only a preamble.
             answer = "" if turn.tool_calls else turn.content.strip()
-            decision = "tool_calls_ignored" if turn.tool_calls else ("answer" if answer else "empty")
+            decision = (
+                StepDecision.tool_calls_ignored
+                if turn.tool_calls
+                else (StepDecision.answer if answer else StepDecision.empty)
+            )
             if answer and turn.cut and not self.partial:
                 # Cut at the output limit: asked once to go on from where it stopped (kept as
                 # written at its end: it may stop after a line break).
                 self.partial = turn.content.lstrip()
-                self._record(Step(n=len(self.steps) + 1, decision="answer_cut", **_tokens(turn)), [], turn)
+                self._record(Step(n=len(self.steps) + 1, decision=StepDecision.answer_cut, **_tokens(turn)), [], turn)
                 self.notes.append(
                     (len(turn_blocks), Block(messages=[Message.assistant(self.partial), continue_note()]))
                 )
@@ -256,7 +260,9 @@ class _Run:
         records = [_call_record(o) for o in outcomes]
         if refusal is not None:
             note = "; ".join(n for n in (refusal.note(outcomes), note) if n)
-        self._record(Step(n=step_n, decision="tool_calls", calls=records, note=note, **_tokens(turn)), outcomes, turn)
+        self._record(
+            Step(n=step_n, decision=StepDecision.tool_calls, calls=records, note=note, **_tokens(turn)), outcomes, turn
+        )
         return block, stop
 
     def _outcomes(
@@ -343,7 +349,7 @@ class _Run:
             thread=self.thread,
             run=self.run_id,
             step=step.n,
-            decision=step.decision,
+            decision=step.decision.value,
             calls=[c.model_dump(mode="json") for c in step.calls],
             results=[o.result.render() for o in outcomes],
             note=step.note,
@@ -351,10 +357,7 @@ class _Run:
             completion_tokens=step.completion_tokens,
             model_ms=step.model_ms,
             first_token_ms=step.first_token_ms,
-            # The model's thinking, for whoever reads the log (-v): never the answer.
-            reasoning=redact_text(turn.reasoning)[:REASONING_LOG_CHARS]
-            if turn is not None and turn.reasoning
-            else None,
+            reasoning=_thinking(turn),
         )
         self.progress.on_step(step)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -84,8 +84,10 @@ class _Thread:
 class InProcessMemory:
     """Memory inside this process: the laptop default. Same TTL and lock semantics as Redis."""
 
-    def __init__(self, ttl_s: float = 7 * 24 * 3600) -> None:
+    def __init__(self, ttl_s: float = 7 * 24 * 3600, clock: Callable[[], float] = time.monotonic) -> None:
+        """`clock`: monotonic seconds, for thread and lock expiry; tests pass one that skips ahead."""
         self.ttl_s = ttl_s
+        self.clock = clock
         self.round_trips = 0
         self._threads: dict[str, _Thread] = {}
         self._locks: dict[str, tuple[str, float]] = {}  # thread -> (token, expires at)
@@ -109,7 +111,7 @@ class InProcessMemory:
             entry = self._live(thread) or self._threads.setdefault(thread, _Thread())
             entry.blocks.extend(blocks)
             entry.repeats.update(repeats or {})
-            entry.expires_at = time.monotonic() + self.ttl_s
+            entry.expires_at = self.clock() + self.ttl_s
             self._refresh_lock(thread)
 
     def fold(self, thread: str, folded_blocks: int, summary: str) -> None:
@@ -118,7 +120,7 @@ class InProcessMemory:
             entry = self._live(thread) or self._threads.setdefault(thread, _Thread())
             del entry.blocks[:folded_blocks]
             entry.summary = summary
-            entry.expires_at = time.monotonic() + self.ttl_s
+            entry.expires_at = self.clock() + self.ttl_s
 
     def reset(self, thread: str) -> None:
         with self._mutex:
@@ -136,11 +138,11 @@ class InProcessMemory:
     @contextmanager
     def lock(self, thread: str, ttl_s: float, wait_s: float) -> Iterator[None]:
         token = uuid.uuid4().hex
-        deadline = time.monotonic() + wait_s
+        deadline = self.clock() + wait_s
         with self._mutex:
             while True:
                 holder = self._locks.get(thread)
-                now = time.monotonic()
+                now = self.clock()
                 if holder is None or holder[1] <= now:
                     self._locks[thread] = (token, now + ttl_s)
                     self._held[thread] = (token, ttl_s)
@@ -167,14 +169,14 @@ class InProcessMemory:
         """Each stored step proves the run is alive: its lock lasts another lock_ttl_s."""
         held = self._held.get(thread)
         if held is not None and self._locks.get(thread, ("", 0))[0] == held[0]:
-            self._locks[thread] = (held[0], time.monotonic() + held[1])
+            self._locks[thread] = (held[0], self.clock() + held[1])
 
     def describe(self) -> str:
         return "in-process memory"
 
     def _live(self, thread: str) -> _Thread | None:
         entry = self._threads.get(thread)
-        if entry is not None and entry.expires_at <= time.monotonic():
+        if entry is not None and entry.expires_at <= self.clock():
             del self._threads[thread]
             return None
         return entry

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from bot.llm import Usage
+from tools.base import CallStatus
 from tools.commands import ApprovalRequest
 
 
@@ -26,11 +27,21 @@ class StopReason(StrEnum):
     no_model = "no_model"
 
 
+class StepDecision(StrEnum):
+    """What the model did with a step, as the step log's `decision` says it."""
+
+    tool_calls = "tool_calls"
+    tool_calls_ignored = "tool_calls_ignored"  # calls on a step without tools: not run
+    answer = "answer"
+    answer_cut = "answer_cut"  # stopped at the output limit; asked to go on
+    empty = "empty"
+
+
 class CallRecord(BaseModel):
     id: str
     tool: str
     args: Any = Field(description="parsed arguments, or the raw text when they were not valid JSON")
-    status: str
+    status: CallStatus
     error: str | None = None
     attempts: int = 0
     duration_ms: float = 0.0
@@ -40,7 +51,7 @@ class Step(BaseModel):
     """One model decision and what came of it."""
 
     n: int
-    decision: str = Field(description="tool_calls, answer, empty, or a guard's note")
+    decision: StepDecision
     calls: list[CallRecord] = Field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0

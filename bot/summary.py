@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from bot.llm import ModelClient, ModelUnavailable, Usage
+from bot.llm import Model, ModelUnavailable, Usage
 from bot.messages import Block, Message
 from bot.tokens import blocks_tokens, cut_middle
 
@@ -51,7 +51,7 @@ def render_turns(blocks: list[Block], result_tokens: int = 300) -> str:
 
 
 def write_summary(
-    model: ModelClient | None, previous: str, folded: list[Block], cap_tokens: int, input_tokens: int
+    model: Model | None, previous: str, folded: list[Block], cap_tokens: int, input_tokens: int
 ) -> tuple[str, Usage]:
     """The new summary (capped) and the tokens it cost."""
     turns = cut_middle(render_turns(folded), input_tokens)

@@ -1,20 +1,36 @@
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpcore2
 import pytest
+from redis.backoff import NoBackoff
 
+from bot import redis_client
 from bot.llm import ModelClient
 from bot.loop import Agent
 from bot.memory import InProcessMemory, Memory
 from bot.memory_redis import RedisMemory
+from bot.slack import alerts as slack_alerts
 from bot.slack import posting
 from config.settings import SAMPLE_CONFIG, LoopLimits, MemorySettings, Settings
+from tests.fakes.clock import SkippingClock
 from tests.fakes.model_server import ModelServer, Policy
 from tests.fakes.redis_server import ClusterSetup, RedisServer, SentinelSetup
 from tools.catalog import ops_tools
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_tls_context() -> Iterator[None]:
+    """Every `openai` client loads the system's CA certificates into a TLS context of its own, 20
+    to 30 ms each; the suite makes hundreds, which only ever speak plain HTTP to the fake model
+    servers. They share one context, loaded once (contexts are made to be shared)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(httpcore2, "default_ssl_context", functools.cache(httpcore2.default_ssl_context))
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -23,6 +39,31 @@ def quick_posting(monkeypatch: pytest.MonkeyPatch) -> None:
     second or so, not the half minute production waits: the stack's client times out after 1 s
     (tests/fakes/slack_stack.py), and this leaves 0.2 s beyond it, looking every 20-100 ms."""
     monkeypatch.setattr(posting, "PACING", posting.Pacing(grace_s=0.2, first_pause_s=0.02, max_pause_s=0.1))
+
+
+@pytest.fixture
+def instant_pacing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Posting's pauses and windows on a skipping clock, for tests whose failed posts fail at once
+    and never land later: each failure still costs its looks, but not the 1.2 s each window waits."""
+    clock = SkippingClock()
+    pacing = posting.Pacing(grace_s=0.2, first_pause_s=0.02, max_pause_s=0.1, sleep=clock.sleep, clock=clock)
+    monkeypatch.setattr(posting, "PACING", pacing)
+
+
+@pytest.fixture
+def quick_redis_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Redis clients made after this retry a failed connection as often as production's, with no
+    pause between tries: for tests of an outage that lasts, where every try fails anyway."""
+    monkeypatch.setattr(redis_client, "EqualJitterBackoff", lambda **_: NoBackoff())
+
+
+@pytest.fixture(autouse=True)
+def quick_alerts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every Slack app a test builds is closed at its end, and closing waits for the alert worker's
+    blocking wait on an empty queue: production's second would be most of a short test. A failed
+    alert is tried again after 50 ms, not 2 s, so a test of retries waits for the retries alone."""
+    monkeypatch.setattr(slack_alerts, "QUEUE_WAIT_S", 0.05)
+    monkeypatch.setattr(slack_alerts, "RETRY_PAUSE_S", 0.05)
 
 
 @pytest.fixture(scope="session")

@@ -20,8 +20,9 @@ import pytest
 
 from tests.conftest import SAMPLE_DIR
 from tests.fakes.redis_server import RedisServer
-from tests.fakes.serve_process import ServeProcess
+from tests.fakes.serve_process import ServeProcess, serving
 from tests.fakes.slack_api import SlackApi
+from tests.fakes.slack_stack import settled
 
 TOKEN = "xoxb-test"
 AM_TOKEN = "am-token-for-tests"
@@ -44,8 +45,8 @@ steps:
 """
 NAP_COMMAND = """
     nap:
-      description: sleeps a few seconds (a stand-in for a slow diagnostic)
-      argv: [sleep, "4"]
+      description: sleeps two seconds (a stand-in for a slow diagnostic)
+      argv: [sleep, "2"]
       timeout_s: 20
 """
 
@@ -134,20 +135,19 @@ def test_forged_and_malformed_alerts_start_nothing(own_redis: RedisServer, slack
         signed = {"Content-Type": "application/json", "X-PagerDuty-Signature": f"v1=deadbeef,v1={signature}"}
         assert process.post("/hooks/pagerduty", pagerduty, signed)[0] == 202
         assert slack.wait_for(lambda: len(roots(slack)) == 1, 10)
-        time.sleep(1.0)
+        assert settled(own_redis.url)
         assert len(roots(slack)) == 1, "only the signed PagerDuty incident was posted"
 
 
 def test_two_processes_given_the_same_alert_run_it_once(own_redis: RedisServer, slack: SlackApi, config: Path) -> None:
     body = (FIXTURES / "alertmanager_disk_filling.json").read_text()
-    with (
-        ServeProcess(env(slack, own_redis.url), config=config) as one,
-        ServeProcess(env(slack, own_redis.url), config=config) as two,
-    ):
+    with serving(
+        ServeProcess(env(slack, own_redis.url), config=config), ServeProcess(env(slack, own_redis.url), config=config)
+    ) as (one, two):
         answers = [alertmanager(one, body)[1], alertmanager(two, body)[1]]
         assert sorted(a["accepted"] for a in answers) == [0, 1]
         assert slack.wait_for(lambda: roots(slack) and "succeeded" in thread_text(slack, roots(slack)[0]), 20)
-        time.sleep(1.0)
+        assert settled(own_redis.url)
         [root] = roots(slack)
         assert posted(slack, root, "✓ `mount`") == 1
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bot.commands import NotACommand, parse_command, run_command
+from bot.commands import NotACommand, Question, decide, parse_command, run_command
 from config.settings import Settings
 from tests.fakes.model_server import Reply
 from tools.executor import ToolCall
@@ -77,13 +77,13 @@ def test_reset_and_help_alone_are_commands(sample: Settings):
 def test_a_question_starting_with_reset_goes_to_the_model_and_keeps_the_thread(
     model_server, make_agent, memory, sample
 ):
-    from bot.cli import _command
-
     server = model_server(lambda body: Reply(content="answered"))
     agent = make_agent(server)
     agent.run("first question", thread="t")
     text = "reset of payments at 3am broke checkout?"
-    assert _command(agent, sample.policy, text) is None, "with a model, it is a question"
+    assert isinstance(decide(sample.policy, text, can_ask=agent.model is not None), Question), (
+        "with a model, it is a question"
+    )
     agent.run(text, thread="t")
     users = [m.content for b in memory.load("t", new_turn=False).blocks for m in b.messages if m.role == "user"]
     assert users == ["first question", text]
@@ -157,3 +157,26 @@ def test_runbook_commands_show_runbooks_to_people(sample: Settings, model_server
     for text in ("runbook show nope", "runbook", "runbook delete disk-filling"):
         parsed = parse_command(sample.policy, text)
         assert isinstance(parsed, NotACommand) and "runbook list | runbook show <id>" in parsed.why
+
+
+@pytest.mark.parametrize(
+    "text, can_ask",
+    [
+        ("logs checkout ERROR", True),
+        ("help", True),
+        ("reset", False),
+        ("help me find it", True),
+        ("logs show 502s", False),
+        ("runbook run disk-filling path=/var", True),
+        ("why is checkout slow?", True),
+    ],
+)
+def test_a_decision_comes_back_as_it_was_from_the_slack_job_it_travels_in(sample: Settings, text, can_ask):
+    from bot.slack.jobs import Job, ThreadRef
+
+    decision = decide(sample.policy, text, can_ask)
+    job = Job(
+        id="j", thread=ThreadRef(team="T1", channel="C1", thread_ts="1.0"), user="U1", text=text, decision=decision
+    )
+    stored = Job.model_validate_json(job.model_dump_json()).decision
+    assert type(stored) is type(decision) and stored == decision

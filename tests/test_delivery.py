@@ -151,6 +151,7 @@ class SocketClient:
         self.acks.append((response.envelope_id, self.queued()))
 
 
+@pytest.mark.usefixtures("quick_redis_retries")
 def test_in_socket_mode_the_envelope_is_acked_after_the_job_is_in_redis_and_never_while_redis_is_down(
     own_redis, make_stack
 ) -> None:
@@ -245,6 +246,7 @@ def test_a_redis_restart_with_aof_loses_and_doubles_nothing_and_stalls_no_thread
     assert time.monotonic() - started < 10
 
 
+@pytest.mark.usefixtures("quick_redis_retries")
 def test_on_slacks_last_retry_with_redis_down_the_message_is_held_and_answered_once(own_redis, make_stack) -> None:
     stack = make_stack(own_redis, echo())
     own_redis.stop()
@@ -303,6 +305,7 @@ def test_events_missing_fields_are_acked_ignored_and_logged_once(own_redis, make
     assert stack.model is not None and stack.model.requests == []
 
 
+@pytest.mark.usefixtures("quick_redis_retries")
 def test_at_exit_only_a_message_slack_will_not_send_again_is_told_nothing_was_run(own_redis, make_stack) -> None:
     stack = make_stack(own_redis, echo())
     own_redis.stop()

@@ -324,7 +324,8 @@ def test_model_failures_after_retries_give_llm_unavailable_and_keep_memory(
     )
     make_agent(healthy).run("first question", thread="t")
     before = memory.load("t", new_turn=False).blocks
-    broken = model_server(lambda body: Reply(status=status, headers={"Retry-After": "0"}))
+    # OpenAI's own millisecond header: a "Retry-After: 0" makes the client back off 0.5 s, then 1 s.
+    broken = model_server(lambda body: Reply(status=status, headers={"retry-after-ms": "1"}))
     reply = make_agent(broken, max_retries=2).run("second question", thread="t")
     assert reply.stop_reason == "llm_unavailable"
     assert words in reply.text and "after 3 attempt" in reply.text and "logs <service>" in reply.text
@@ -625,3 +626,17 @@ def test_a_write_command_stops_the_loop_for_a_person_and_the_model_answers_witho
     assert tool_results(server.requests[1])[0]["error"]["type"] == "needs_approval"
     assert not has_tools(server.requests[1]), "nothing else runs before a person decides"
     assert reply.steps[0].note and "approval" in reply.steps[0].note
+
+
+def test_any_object_with_the_model_methods_is_a_model(memory) -> None:
+    from bot.llm import ModelTurn, Usage
+    from bot.loop import Agent
+
+    class Scripted:
+        max_answer_tokens = 100
+
+        def complete(self, messages, tools, sink=None):
+            return ModelTurn(content=f"{len(messages)} messages seen", tool_calls=[], usage=Usage(model_calls=1))
+
+    reply = Agent(Scripted(), memory, []).run("how is checkout?", thread="t")
+    assert reply.text == "2 messages seen" and reply.stop_reason == "answered" and reply.usage.model_calls == 1

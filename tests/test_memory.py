@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -21,6 +23,7 @@ from bot.memory_redis import RedisMemory
 from bot.messages import Block, Message, ToolCallSpec
 from bot.redis_client import connect
 from config.settings import LoopLimits, MemorySettings, Settings
+from tests.fakes.clock import SkippingClock
 from tests.fakes.model_server import Call, ModelServer, Reply, is_summary_request, tool_results
 from tests.fakes.redis_server import RedisServer
 from tools.catalog import ops_tools
@@ -206,28 +209,37 @@ def test_blocks_refuse_results_that_do_not_pair_with_their_calls() -> None:
 # TTL.
 
 
+@dataclass
+class ShortLived:
+    """A memory whose threads expire after one idle second, and how to let seconds pass for it:
+    Redis keeps real time; the in-process store a clock that skips ahead."""
+
+    memory: Memory
+    wait: Callable[[float], None]
+
+
 @pytest.fixture(params=["inprocess", "redis"])
-def short_lived(request: pytest.FixtureRequest) -> Memory:
-    """A memory whose threads expire after one idle second."""
+def short_lived(request: pytest.FixtureRequest) -> ShortLived:
     if request.param == "inprocess":
-        return InProcessMemory(ttl_s=1)
+        clock = SkippingClock()
+        return ShortLived(InProcessMemory(ttl_s=1, clock=clock), clock.sleep)
     server: RedisServer = request.getfixturevalue("redis_server")
     server.flush()
-    return RedisMemory(server.url, ttl_s=1)
+    return ShortLived(RedisMemory(server.url, ttl_s=1), time.sleep)
 
 
-def test_threads_expire_after_ttl_and_every_append_refreshes_it(short_lived: Memory) -> None:
-    memory = short_lived
+def test_threads_expire_after_ttl_and_every_append_refreshes_it(short_lived: ShortLived) -> None:
+    memory, wait = short_lived.memory, short_lived.wait
     memory.append("t", [user("q1"), answer("a1"), user("q2")], {"k": "v"})
     memory.fold("t", 2, "the summary")
     memory.append("other", [user("idle")])
-    time.sleep(0.6)
+    wait(0.6)
     memory.append("t", [answer("a2")])  # refreshes the whole thread, summary and repeats included
-    time.sleep(0.6)  # 1.2 s after the first writes: "other" is gone, "t" lives on
+    wait(0.6)  # 1.2 s after the first writes: "other" is gone, "t" lives on
     state = memory.load("t", new_turn=False)
     assert (state.blocks, state.summary, state.repeats) == ([user("q2"), answer("a2")], "the summary", {"k": "v"})
     assert memory.load("other", new_turn=False).blocks == []
-    time.sleep(1.2)
+    wait(1.2)
     state = memory.load("t", new_turn=False)
     assert (state.blocks, state.summary, state.repeats) == ([], "", {})
     if isinstance(memory, RedisMemory):
@@ -238,14 +250,14 @@ def test_threads_expire_after_ttl_and_every_append_refreshes_it(short_lived: Mem
             client.close()
 
 
-def test_a_fold_keeps_the_thread_alive_as_a_whole(short_lived: Memory) -> None:
+def test_a_fold_keeps_the_thread_alive_as_a_whole(short_lived: ShortLived) -> None:
     """A fold is a write like an append: the window left after it and the new summary live and
     expire together, never a summary whose window has already expired (or the reverse)."""
-    memory = short_lived
+    memory, wait = short_lived.memory, short_lived.wait
     memory.append("t", [user("q1"), answer("a1"), user("q2"), answer("a2")], {"k": "v"})
-    time.sleep(0.6)
+    wait(0.6)
     memory.fold("t", 2, "- q1 answered a1")
-    time.sleep(0.6)  # 1.2 s after the append, 0.6 s after the fold
+    wait(0.6)  # 1.2 s after the append, 0.6 s after the fold
     state = memory.load("t", new_turn=False)
     assert (state.blocks, state.summary, state.repeats) == ([user("q2"), answer("a2")], "- q1 answered a1", {"k": "v"})
 
@@ -457,6 +469,7 @@ def test_redis_unreachable_gives_memory_unavailable_then_recovers(
     assert [b.messages[0].content for b in blocks if b.starts_turn] == ["question 3"]
 
 
+@pytest.mark.usefixtures("quick_redis_retries")
 def test_redis_dying_mid_run_ends_the_run_cleanly(own_redis: RedisServer, model_server, sample: Settings) -> None:
     """Redis goes away between two steps: the run ends with memory_unavailable, no exception."""
 
@@ -486,6 +499,7 @@ def test_redis_dying_mid_run_ends_the_run_cleanly(own_redis: RedisServer, model_
     assert again.run("q", thread="t").stop_reason == "answered", "works again once Redis is back"
 
 
+@pytest.mark.usefixtures("quick_redis_retries")
 def test_an_answer_found_while_redis_dies_is_still_given(own_redis: RedisServer, model_server) -> None:
     """The model has answered; only storing the answer fails: the engineer gets the answer, told
     that it may not be remembered, instead of "ask again"."""

@@ -806,6 +806,7 @@ def test_records_expire(redis_server: RedisServer) -> None:
     assert redis_store.unfinished() == [] and client.zcard("{t}:unfinished") == 0
 
 
+@pytest.mark.usefixtures("quick_redis_retries")
 def test_redis_errors_are_run_store_unavailable() -> None:
     dead = RedisRunStore(f"redis://127.0.0.1:{free_port()}/0")
     with pytest.raises(RunStoreUnavailable, match="cannot use the runbook run store"):

@@ -83,8 +83,9 @@ def until(condition: Callable[[], object], timeout: float = 5) -> bool:
 
 
 def settle(stack: Stack) -> None:
-    """Let Bolt's listeners take what was dispatched, then wait for the workers to finish."""
-    time.sleep(0.3)
+    """Wait for the workers to finish. Listeners run before the ack (`process_before_response`), so
+    a dispatched event's job is already queued: once nothing is queued or running, no further
+    answer is on its way."""
     assert stack.idle()
 
 
@@ -312,6 +313,14 @@ def test_ops_reset_forgets_the_channels_conversations(make_stack) -> None:
     assert stack.model is not None and user_messages(stack.model.requests[-1]) == ["two"]
 
 
+def test_ops_help_or_reset_with_more_words_is_refused_in_the_ack_not_asked(make_stack) -> None:
+    stack = make_stack(echo())
+    for word in ("help", "reset"):
+        said = ack_text(stack.command(f"{word} me with checkout", key=word))
+        assert said.startswith(f"`{word}` takes no arguments.\n") and "/ops <question>" in said, said
+    assert stack.model is not None and stack.model.requests == [] and stack.slack.messages("C1") == []
+
+
 def test_ops_where_opsbot_cannot_post_answers_privately_and_says_why(make_stack) -> None:
     stack = make_stack(echo())
     stack.slack.not_in_channel.add("C9")
@@ -391,6 +400,7 @@ def test_a_post_whose_response_was_lost_is_not_posted_twice(make_stack) -> None:
     assert stack.slack.calls("conversations.replies"), "opsbot looked before posting again"
 
 
+@pytest.mark.usefixtures("instant_pacing")
 def test_a_failed_post_is_retried(make_stack) -> None:
     stack = make_stack(echo())
     stack.slack.streams_supported = False
@@ -636,6 +646,7 @@ def test_approvers_may_be_a_user_group(make_stack, sample) -> None:
     assert stack.slack.wait_for(lambda: results(stack, "C1", root["ts"]), 10)
 
 
+@pytest.mark.usefixtures("quick_redis_retries")
 def test_with_redis_down_messages_wait_commands_are_refused_and_help_still_answers(
     own_redis, model_server, sample
 ) -> None:
@@ -838,6 +849,7 @@ def test_an_ops_question_is_redacted_before_it_is_posted(make_stack) -> None:
     assert stack.model is not None and "Sup3rS3cret" not in json.dumps(stack.model.requests)
 
 
+@pytest.mark.usefixtures("instant_pacing")
 def test_an_ops_question_slack_will_not_post_is_answered_with_why(make_stack) -> None:
     stack = make_stack(echo())
     stack.slack.fail("chat.postMessage", status=500, times=10)

@@ -26,14 +26,13 @@ from hypothesis import strategies as st
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Call, ModelServer, Reply, is_summary_request, tool_results
 from tests.fakes.redis_server import RedisServer
-from tests.fakes.serve_process import ServeProcess, run_cli
+from tests.fakes.serve_process import ServeProcess, run_cli, serving
 from tests.fakes.slack_api import Message, SlackApi
+from tests.fakes.slack_stack import settled
 
 TOKEN = "xoxb-test"
 SECRET = "test-signing-secret"
 EVENTS = "/slack/events"
-# Long enough for a duplicate run to reach Slack: the scripted model answers in milliseconds.
-SETTLE_S = 1.0
 
 
 def question_of(body: dict[str, Any]) -> str:
@@ -77,6 +76,7 @@ class Served:
     process: ServeProcess
     slack: SlackApi
     model: ModelServer
+    redis_url: str
 
     def event(self, event: dict[str, Any], *, retry: int | None = None, **envelope: Any) -> tuple[int, str]:
         body = json.dumps(payloads.event_callback(event, **envelope))
@@ -119,7 +119,7 @@ def served(redis_server: RedisServer) -> Iterator[Served]:
     redis_server.flush()
     with SlackApi(token=TOKEN) as slack, ModelServer(answering_policy) as model:
         with ServeProcess(serve_env(slack, redis_server.url, model)) as process:
-            served = Served(process, slack, model)
+            served = Served(process, slack, model, redis_server.url)
             yield served
             assert not slack.errors, slack.errors[0]
 
@@ -143,7 +143,7 @@ def test_a_mention_gets_one_answer_with_progress_and_retries_or_its_twin_add_not
     (answer,) = served.answered(channel, mention["ts"])
     assert f"answer to: {question}" in shown(answer)
     assert served.process.post(EVENTS, body, headers | payloads.retry_headers(2))[0] == 200
-    time.sleep(SETTLE_S)
+    assert settled(served.redis_url)
     assert len(answers(served.slack, channel, mention["ts"])) == 1
     assert len(served.slack.replies(channel, mention["ts"])) == 1  # steps and answer share the streamed message
     assert runs_for(served.model, question) == 1
@@ -163,7 +163,7 @@ def test_mentions_in_many_threads_at_once_each_get_one_answer(served: Served) ->
     for n, mention in enumerate(mentions):
         (answer,) = served.answered(channel, mention["ts"], timeout=15)
         assert f"answer to: what about order {n}?" in shown(answer)
-    time.sleep(SETTLE_S)
+    assert settled(served.redis_url)
     assert [len(answers(served.slack, channel, m["ts"])) for m in mentions] == [1] * len(mentions)
 
 
@@ -183,7 +183,7 @@ def test_forged_and_stale_requests_are_refused_and_a_replay_adds_nothing(served:
     # A replay inside the five minutes carries a valid signature: what matters is that it changes nothing.
     assert served.process.post(EVENTS, valid, valid_headers)[0] < 500
 
-    time.sleep(SETTLE_S)
+    assert settled(served.redis_url)
     assert len(answers(served.slack, channel, valid_event["ts"])) == 1
     bot_messages = [m for m in served.slack.messages(channel) if m.get("user") == "UBOT"]
     assert len(bot_messages) == 1, bot_messages  # the valid one's answer; nothing for forged or stale
@@ -214,7 +214,7 @@ def test_url_verification_is_answered_and_other_events_are_acknowledged(served: 
     for event in ignored:
         status, _ = served.event(event)
         assert 200 <= status < 300, (event["type"], event.get("subtype"), status)
-    time.sleep(SETTLE_S)
+    assert settled(served.redis_url)
     assert served.slack.messages(channel) == []
 
 
@@ -231,7 +231,7 @@ def test_ops_question_posts_a_root_message_and_one_answer_in_its_thread(served: 
     assert len(roots) == 1 and "what is wrong" in roots[0]["text"], roots
     (answer,) = served.answered(channel, roots[0]["ts"])
     assert "answer to: what is wrong" in shown(answer)
-    time.sleep(SETTLE_S)
+    assert settled(served.redis_url)
     assert len(answers(served.slack, channel, roots[0]["ts"])) == 1
     assert len([m for m in served.slack.messages(channel) if "thread_ts" not in m]) == 1
     assert served.slack.responses("slash-question") == []  # the answer is in the channel, not private
@@ -245,7 +245,7 @@ def test_ops_question_root_is_posted_once_when_slacks_response_is_lost(served: S
     assert served.command("is payments down", key="slash-lost", channel=channel)[0] == 200
 
     served.slack.wait_for(lambda: any(answers(served.slack, channel, m["ts"]) for m in served.slack.messages(channel)))
-    time.sleep(SETTLE_S)
+    assert settled(served.redis_url)
     roots = [m for m in served.slack.messages(channel) if "thread_ts" not in m]
     assert len(roots) == 1, [m["text"] for m in roots]
 
@@ -283,7 +283,7 @@ def test_a_process_killed_after_its_acks_loses_nothing_and_another_takes_over_wi
     channel = "CKILL"
     with SlackApi(token=TOKEN) as slack, ModelServer(slow_answers) as model:
         env = serve_env(slack, own_redis.url, model) | {"OPSBOT_SLACK__DRAIN_LEASE_S": str(lease_s)}
-        with ServeProcess(env) as doomed, ServeProcess(env) as survivor:
+        with serving(ServeProcess(env), ServeProcess(env)) as (doomed, survivor):
             mentions = [payloads.app_mention(f"<@UBOT> first {n}", channel=channel) for n in range(5)]
             replies = [
                 payloads.message(f"then {n}", channel=channel, thread_ts=m["ts"]) for n, m in enumerate(mentions)
@@ -300,7 +300,7 @@ def test_a_process_killed_after_its_acks_loses_nothing_and_another_takes_over_wi
 
             assert slack.wait_for(lambda: waits() == [2] * 5, 30), waits()
             took = time.monotonic() - killed
-            time.sleep(SETTLE_S)
+            assert settled(own_redis.url)
             for n, mention in enumerate(mentions):
                 said = [shown(a) for a in answers(slack, channel, mention["ts"])]
                 assert len(said) == 2 and f"first {n}" in said[0] and f"then {n}" in said[1], said

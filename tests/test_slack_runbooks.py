@@ -112,7 +112,7 @@ def test_an_alert_posts_a_thread_and_its_runbook_runs_there_once(make_stack) -> 
     root = stack.slack.messages("CALERTS")[0]
     assert "DiskFilling" in root["text"]
     wait(stack, lambda: run_ended(stack, "CALERTS", root["ts"]))
-    time.sleep(0.5)
+    assert stack.idle()
     texts = thread_texts(stack, "CALERTS", root["ts"])
     assert [t for t in texts if "`mount`" in t], "each step appears as it completes"
     assert any("Filesystem" in t for t in texts), "the command's output is shown"
@@ -156,7 +156,7 @@ def test_an_alert_with_no_runbook_and_no_model_is_still_posted(make_stack) -> No
     [alert] = alerts_of("alertmanager_disk_filling")
     deliver(stack, alert.model_copy(update={"labels": {"alertname": "Other"}, "delivery": "d2"}))
     wait(stack, lambda: stack.slack.messages("CALERTS"))
-    time.sleep(0.3)
+    assert stack.idle()
     assert "Other" in json.dumps(stack.slack.messages("CALERTS")[0])
 
 
@@ -222,7 +222,7 @@ def test_ops_runbook_run_waits_for_each_approval_and_runs_exactly_what_was_appro
     click(stack, command, approve=True, user="U2")
     click(stack, command, approve=True, user="U2")  # a double click
     wait(stack, lambda: run_ended(stack, "CALERTS", root["ts"]))
-    time.sleep(0.5)
+    assert stack.idle()
     texts = thread_texts(stack, "CALERTS", root["ts"])
     assert sum("would restart checkout" in t for t in texts) == 1, "the approved argv ran, once"
     assert any("EXPLAINED" in t for t in texts) and any("succeeded" in t for t in texts)
@@ -247,7 +247,7 @@ def test_ops_runbook_run_with_bad_parameters_runs_nothing(make_stack) -> None:
         "was not run" in stack.slack.responses("bad")[0]["text"]
         and "billing" in stack.slack.responses("bad")[0]["text"]
     )
-    time.sleep(0.3)
+    assert stack.idle()
     assert stack.slack.messages("CALERTS") == []
 
 
@@ -268,7 +268,7 @@ def test_a_resolve_handled_before_its_firing_runs_nothing(make_stack, sample) ->
     stack.built.alerts.handle(resolved)  # another process, or a worker, got to it first
     deliver(stack, firing)
     wait(stack, lambda: stack.slack.messages("CALERTS"))
-    time.sleep(1.0)
+    assert stack.idle()
     [root] = stack.slack.messages("CALERTS")
     assert "resolved before it was handled" in json.dumps(root["blocks"])
     assert stack.slack.replies("CALERTS", root["ts"]) == [], "no run, no approval request"
@@ -302,13 +302,14 @@ def test_alert_text_is_redacted_and_its_link_cannot_add_a_mention(make_stack) ->
     assert "hunter22" not in shown and "<!channel>" not in shown and "|click me>" not in shown
 
 
+@pytest.mark.usefixtures("instant_pacing")
 def test_an_alert_whose_post_fails_is_tried_again_and_posted_once(make_stack) -> None:
     stack = make_stack(model=False)
     stack.slack.fail("chat.postMessage", status=500, times=6)
     [alert] = alerts_of("alertmanager_disk_filling")
     deliver(stack, alert.model_copy(update={"labels": {"alertname": "Other"}, "delivery": "retry-1"}))
     wait(stack, lambda: stack.slack.messages("CALERTS"), timeout=30)
-    time.sleep(1.0)
+    assert stack.idle()
     assert len(stack.slack.messages("CALERTS")) == 1
 
 
@@ -318,14 +319,14 @@ def test_a_waiting_runs_lost_question_is_shown_again_after_a_restart(make_stack,
     mention = payloads.app_mention("<@UBOT> runbook run gated", channel="C5")
     stack.event(mention)
     assert stack.slack.wait_for(lambda: stack.slack.calls("chat.postMessage"), 10)
-    time.sleep(0.5)
+    assert stack.idle()
     assert stack.slack.replies("C5", mention["ts"]) == []
     for run in stack.built.engine.recover():  # what the periodic recovery does
         stack.built.reporter.reshow(run)
     message = approval_of(stack, "C5", mention["ts"])
     for run in stack.built.engine.recover():
         stack.built.reporter.reshow(run)
-    time.sleep(0.3)
+    assert stack.idle()
     asked = [m["ts"] for m in stack.slack.replies("C5", mention["ts"]) if "Approval needed" in m["text"]]
     assert asked == [message["ts"]], "shown once, not once per recovery"
 

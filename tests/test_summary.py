@@ -229,6 +229,7 @@ def test_a_failing_summariser_falls_back_to_a_digest(memory: Memory, model_serve
     assert "why is checkout failing?" in sent
 
 
+@pytest.mark.usefixtures("quick_redis_retries")
 def test_an_outage_while_folding_does_not_cost_the_engineer_the_answer(
     own_redis: RedisServer, model_server, sample: Settings
 ) -> None:

@@ -461,3 +461,10 @@ def test_services_whose_names_look_secret_keep_their_descriptions() -> None:
         name: f"{name} service, issues session tokens"
         for name in ("auth", "secrets", "token-service", "password-reset")
     }
+
+
+def test_every_error_type_is_a_call_status_of_the_same_word() -> None:
+    from tools.base import CallStatus
+
+    assert [status.value for status in CallStatus] == ["ok", *(error.value for error in ErrorType)]
+    assert ToolResult.failure(ErrorType.denied, "no").status is CallStatus.denied

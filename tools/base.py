@@ -13,7 +13,7 @@ import typing
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -22,6 +22,22 @@ from tools.text import cut_middle
 
 
 class ErrorType(StrEnum):
+    invalid_args = "invalid_args"
+    unknown_tool = "unknown_tool"
+    not_found = "not_found"
+    denied = "denied"
+    needs_approval = "needs_approval"
+    timeout = "timeout"
+    unavailable = "unavailable"
+    failed = "failed"
+    repeated_call = "repeated_call"
+
+
+class CallStatus(StrEnum):
+    """What a call came to in one word, as a step log and a progress line show it: `ok`, or the
+    type of its error (every `ErrorType` has its member here, by the same value)."""
+
+    ok = "ok"
     invalid_args = "invalid_args"
     unknown_tool = "unknown_tool"
     not_found = "not_found"
@@ -70,9 +86,8 @@ class ToolResult(BaseModel):
         )
 
     @property
-    def status(self) -> str:
-        """`ok`, or the error type: the one word a step log and a progress line show."""
-        return "ok" if self.error is None else self.error.type.value
+    def status(self) -> CallStatus:
+        return CallStatus.ok if self.error is None else CallStatus(self.error.type.value)
 
     def render(self) -> str:
         return json.dumps(self.model_dump(mode="json", exclude_none=True), separators=(",", ":"), ensure_ascii=False)
@@ -119,16 +134,20 @@ def _longest_string_field(data: Any) -> str | None:
     return max(strings)[1] if strings else None
 
 
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+
 # A tool function gets its validated arguments and who asked (None when nobody in particular did).
-ToolFunction = Callable[[BaseModel, Principal | None], Any]
+ToolFunction = Callable[[ArgsT, Principal | None], Any]
 
 
 @dataclass(frozen=True)
-class Tool:
+class Tool(Generic[ArgsT]):
+    """A tool over its own argument model: `run` is handed an instance of `args_model`, nothing looser."""
+
     name: str
     description: str
-    args_model: type[BaseModel]
-    run: ToolFunction
+    args_model: type[ArgsT]
+    run: ToolFunction[ArgsT]
     # A tool that enforces its own deadline (a subprocess killed on timeout) says how long the
     # executor should wait for it; otherwise the executor's timeout applies, and it would retry
     # a call whose first attempt is still running.
@@ -144,7 +163,7 @@ class Tool:
         }
 
 
-def from_function(func: Callable[..., Any], name: str | None = None) -> Tool:
+def from_function(func: Callable[..., Any], name: str | None = None) -> Tool[BaseModel]:
     """A plain, type-hinted Python function as a tool: its docstring describes it to the model,
     its parameters become the argument model (defaults kept), its return value the data."""
     signature = inspect.signature(func)
@@ -177,19 +196,19 @@ def _parameter_hints(func: Callable[..., Any]) -> dict[str, Any]:
 class Registry:
     """The tools one agent may call, by name."""
 
-    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
-        self._tools: dict[str, Tool] = {}
+    def __init__(self, tools: Iterable[Tool[Any] | Callable[..., Any]] = ()) -> None:
+        self._tools: dict[str, Tool[Any]] = {}
         for item in tools:
             self.add(item)
 
-    def add(self, item: Tool | Callable[..., Any]) -> Tool:
+    def add(self, item: Tool[Any] | Callable[..., Any]) -> Tool[Any]:
         entry = item if isinstance(item, Tool) else from_function(item)
         if entry.name in self._tools:
             raise ValueError(f"two tools are named {entry.name!r}")
         self._tools[entry.name] = entry
         return entry
 
-    def get(self, name: str) -> Tool | None:
+    def get(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)
 
     @property
@@ -199,7 +218,7 @@ class Registry:
     def schemas(self) -> list[dict[str, Any]]:
         return [self._tools[name].schema() for name in self.names]
 
-    def __iter__(self) -> Iterator[Tool]:
+    def __iter__(self) -> Iterator[Tool[Any]]:
         return iter(self._tools.values())
 
     def __len__(self) -> int:

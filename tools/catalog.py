@@ -15,13 +15,14 @@ from tools.runbooks import list_runbooks_tool, read_runbook_tool
 from tools.services import list_services_tool
 
 
-def ops_tools(policy: Policy) -> list[Tool]:
+def ops_tools(policy: Policy) -> list[Tool[Any]]:
+    runbooks: list[Tool[Any]] = [list_runbooks_tool(policy), read_runbook_tool(policy)] if policy.runbooks else []
     return [
         list_services_tool(policy),
         query_logs_tool(policy),
         run_command_tool(policy),
         read_config_tool(policy),
-        *([list_runbooks_tool(policy), read_runbook_tool(policy)] if policy.runbooks else []),
+        *runbooks,
     ]
 
 

@@ -138,7 +138,7 @@ class CommandBook:
 _REAP_GRACE_S = 5.0
 
 
-def run_command_tool(policy: Policy) -> Tool:
+def run_command_tool(policy: Policy) -> Tool[RunCommandArgs]:
     book = CommandBook(policy)
 
     def run_one(args: RunCommandArgs, principal: Principal | None) -> ToolResult:
@@ -156,7 +156,7 @@ def run_command_tool(policy: Policy) -> Tool:
             "its exit code and output. list_services shows the commands and what each parameter accepts."
         ),
         args_model=RunCommandArgs,
-        run=run_one,  # type: ignore[arg-type]
+        run=run_one,
         timeout_s=max((spec.timeout_s for spec in policy.commands.values()), default=0) + _REAP_GRACE_S,
     )
 

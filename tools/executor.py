@@ -14,11 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
 from config.policy import Principal
-from tools.base import ErrorType, Registry, Tool, ToolResult
+from tools.base import ArgsT, ErrorType, Registry, Tool, ToolResult
 from tools.redact import redact
 
 # What to do about a tool that did not finish in time: per tool where there is something
@@ -94,7 +94,7 @@ class Executor:
                 return result, attempts
             time.sleep(self.retry.backoff_s * 2 ** (attempts - 1) * random.uniform(0.8, 1.2))
 
-    def _invoke(self, tool: Tool, args: BaseModel, principal: Principal | None) -> ToolResult:
+    def _invoke(self, tool: Tool[ArgsT], args: ArgsT, principal: Principal | None) -> ToolResult:
         """Call the tool on a daemon thread so a hung tool costs a thread, never the loop."""
         box: dict[str, Any] = {}
 
@@ -126,7 +126,7 @@ class Executor:
         return ToolResult.success(_jsonable(value))
 
 
-def parse_arguments(tool: Tool, raw: str) -> BaseModel | ToolResult:
+def parse_arguments(tool: Tool[ArgsT], raw: str) -> ArgsT | ToolResult:
     """Validated arguments, or an `invalid_args` result that says exactly what is wrong."""
     if not raw.strip():
         # Some servers send "" for a tool without parameters; for any other tool it is a mistake.
@@ -174,7 +174,7 @@ def _jsonable(value: Any) -> Any:
         return repr(value)
 
 
-def _from_exception(tool: Tool, exc: BaseException) -> ToolResult:
+def _from_exception(tool: Tool[Any], exc: BaseException) -> ToolResult:
     if isinstance(exc, TimeoutError):
         return ToolResult.failure(
             ErrorType.timeout,

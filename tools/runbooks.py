@@ -22,7 +22,7 @@ class ReadRunbookArgs(BaseModel):
     name: str = Field(description="runbook id, as listed by list_runbooks")
 
 
-def list_runbooks_tool(policy: Policy) -> Tool:
+def list_runbooks_tool(policy: Policy) -> Tool[NoArgs]:
     def run(_: NoArgs, principal: Principal | None) -> ToolResult:
         return ToolResult.success(
             {"runbooks": [{"name": r.id, "about": r.description} for r in sorted_runbooks(policy)]}
@@ -32,11 +32,11 @@ def list_runbooks_tool(policy: Policy) -> Tool:
         name="list_runbooks",
         description="The operator's reviewed runbooks (step-by-step diagnostics for known problems), by name.",
         args_model=NoArgs,
-        run=run,  # type: ignore[arg-type]
+        run=run,
     )
 
 
-def read_runbook_tool(policy: Policy) -> Tool:
+def read_runbook_tool(policy: Policy) -> Tool[ReadRunbookArgs]:
     def run(args: ReadRunbookArgs, principal: Principal | None) -> ToolResult:
         runbook = policy.runbooks.get(args.name)
         if runbook is None:
@@ -50,7 +50,7 @@ def read_runbook_tool(policy: Policy) -> Tool:
             "matches the problem; say which steps would change things instead of trying them."
         ),
         args_model=ReadRunbookArgs,
-        run=run,  # type: ignore[arg-type]
+        run=run,
     )
 
 

@@ -18,7 +18,7 @@ def _entries(pairs: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
     return [{"name": name, "about": about} for name, about in sorted(pairs)]
 
 
-def list_services_tool(policy: Policy) -> Tool:
+def list_services_tool(policy: Policy) -> Tool[NoArgs]:
     def run(_: NoArgs, principal: Principal | None) -> ToolResult:
         # Names are values, never keys: a service called `auth` or `secrets` must not look like
         # a secret's key to redaction, which would hide its description.
@@ -34,5 +34,5 @@ def list_services_tool(policy: Policy) -> Tool:
         name="list_services",
         description="The services (with logs), diagnostic commands and config files you may use, by name.",
         args_model=NoArgs,
-        run=run,  # type: ignore[arg-type]
+        run=run,
     )

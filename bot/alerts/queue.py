@@ -41,9 +41,10 @@ class AlertQueue:
         keys = [f"{self.base}:pending", *(f"{self.base}:seen:{i}" for i in ids)]
         return bool(self._take(keys=keys, args=[alert.model_dump_json(), self.seen_ttl_s]))
 
-    def next(self, wait_s: int = 1) -> str | None:
+    def next(self, wait_s: float = 1.0) -> str | None:
         """The oldest queued alert, now this process's to handle; None after `wait_s` without one."""
-        raw = self.redis.blmove(f"{self.base}:pending", self._mine(), wait_s, "LEFT", "RIGHT")
+        # Redis takes a fractional timeout (since 6.0); redis-py annotates it as int.
+        raw = self.redis.blmove(f"{self.base}:pending", self._mine(), wait_s, "LEFT", "RIGHT")  # type: ignore[arg-type]
         return str(raw) if raw is not None else None
 
     def done(self, raw: str) -> None:

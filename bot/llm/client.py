@@ -25,9 +25,7 @@ import logging
 import re
 import time
 from collections.abc import Iterable
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from bot.llm.protocols import Protocol, TextReply, read, render, speaks_react
 from bot.llm.reasoning import reasoning_field, split_thinking
@@ -37,6 +35,11 @@ from bot.llm.textcalls import calls_in_text
 from bot.llm.turns import ModelTurn, ModelUnavailable, Usage
 from bot.messages import ToolCallSpec
 from tools.redact import redact_text
+
+if TYPE_CHECKING:
+    # Imported where a client is made or its errors are read: `openai` takes most of a second to
+    # import, which every command that needs no model (check-config, direct commands) would pay.
+    import openai
 
 log = logging.getLogger("opsbot.llm")
 
@@ -84,6 +87,8 @@ class ModelClient:
         if base_url is None and _REASONING_MODEL.match(model):
             self.renamed["max_tokens"] = "max_completion_tokens"
             self.dropped.add("temperature")
+        import openai
+
         # Local OpenAI-compatible servers take no key, but the client insists on one.
         self._client = openai.OpenAI(
             api_key=api_key or "not-needed", base_url=base_url, timeout=timeout_s, max_retries=max_retries
@@ -120,6 +125,8 @@ class ModelClient:
         tools: list[dict[str, Any]] | None,
         sink: TextSink | None,
     ) -> tuple[Assembled, float | None]:
+        import openai
+
         shaped = template_safe(messages)
         if protocol is not Protocol.native:
             shaped = template_safe(render(protocol, shaped, tools))
@@ -256,6 +263,8 @@ class ModelClient:
         return self.base_url or "the OpenAI API"
 
     def _unavailable(self, exc: openai.APIError) -> ModelUnavailable:
+        import openai
+
         attempts = f"after {self.max_retries + 1} attempt(s)"
         where = self._where
         if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):

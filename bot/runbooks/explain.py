@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bot.llm import ModelClient, ModelUnavailable
+from bot.llm import Model, ModelUnavailable
 from bot.runbooks.engine import Explainer
 from bot.runbooks.records import RunRecord
 from tools.redact import redact_text
@@ -17,7 +17,7 @@ _SYSTEM = (
 _MAX_RESULT_CHARS = 12_000
 
 
-def model_explainer(model: ModelClient) -> Explainer:
+def model_explainer(model: Model) -> Explainer:
     def explain(question: str, run: RunRecord) -> str:
         results = [
             {"step": step.id, "status": step.status, "output": step.output, "note": step.note}

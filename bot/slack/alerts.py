@@ -43,7 +43,11 @@ from tools.redact import redact_text
 log = logging.getLogger("opsbot.alerts")
 
 _THREAD_TTL_S = 7 * 24 * 3600
-_RETRY_PAUSE_S = 2.0
+# After a failure, before the alert (or a cancel) is tried again.
+RETRY_PAUSE_S = 2.0
+# How long the worker blocks on an empty queue before it looks whether to stop: `stop` (at
+# SIGTERM) waits up to this long.
+QUEUE_WAIT_S = 1.0
 # An approved command in flight cannot be stopped halfway: a resolve waits this long for it.
 _CANCEL_PATIENCE_S = 600.0
 
@@ -176,7 +180,7 @@ class AlertRouter:
                 self.engine.cancel(run_id, "the alert resolved")
                 return
             except RunRefused as exc:  # an approved command is running: cancel right after it
-                if time.monotonic() >= deadline or self._stop.wait(_RETRY_PAUSE_S):
+                if time.monotonic() >= deadline or self._stop.wait(RETRY_PAUSE_S):
                     log.warning("run %s not cancelled: %s", run_id, exc)
                     return
 
@@ -213,7 +217,7 @@ class AlertRouter:
                     self.queue.alive()
                     self.queue.requeue_orphans()
                     last_sweep = time.monotonic()
-                raw = self.queue.next()
+                raw = self.queue.next(QUEUE_WAIT_S)
                 unreachable = False
                 if raw is None:
                     continue
@@ -228,11 +232,11 @@ class AlertRouter:
                     log.error("alerts: Redis is unreachable (%s); queued alerts are handled once it answers", exc)
                 unreachable = True
                 self._give_back(raw)
-                self._stop.wait(_RETRY_PAUSE_S)
+                self._stop.wait(RETRY_PAUSE_S)
             except Exception:
                 log.exception("alert handling failed; it is tried again shortly")
                 self._give_back(raw)
-                self._stop.wait(_RETRY_PAUSE_S)
+                self._stop.wait(RETRY_PAUSE_S)
 
     def _give_back(self, raw: str | None) -> None:
         if raw is None:

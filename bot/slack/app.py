@@ -139,6 +139,9 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
     # Listeners run before the ack (HTTP response or Socket Mode envelope ack): they only queue
     # the job in Redis, so Slack is acked once the job is durable, and a 503 when it cannot be.
     app = App(
+        # Named, or Bolt names it by inspecting the whole call stack (tens of ms per app). Not
+        # "opsbot": Bolt configures the logger of that name, which would be opsbot's own.
+        name="opsbot-slack",
         client=client,
         signing_secret=signing_secret,
         token_verification_enabled=False,
@@ -196,7 +199,15 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         (lambda job: dispatcher.submit(job, here_when_full=True)) if agent.model is not None else None,
         owner=engine.owner,
     )
-    intake = Intake(agent.memory, dispatcher, identity, settings.slack, settings.memory.ttl_s)
+    intake = Intake(
+        agent.memory,
+        dispatcher,
+        identity,
+        settings.slack,
+        settings.memory.ttl_s,
+        settings.policy,
+        can_ask=agent.model is not None,
+    )
     notices = ThreadPoolExecutor(max_workers=2, thread_name_prefix="opsbot-notice")
     events.register(app, intake)
     commands.register(app, intake)

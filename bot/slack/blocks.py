@@ -14,6 +14,7 @@ from typing import Any
 from bot.prompts import UNCHECKED
 from bot.reply import Reply, Step
 from bot.slack.jobs import PendingApproval
+from tools.base import CallStatus
 from tools.text import cut_middle
 
 Block = dict[str, Any]
@@ -63,7 +64,7 @@ def step_lines(step: Step) -> list[str]:
     """One line per call: `✓ 1 query_logs service=checkout level=ERROR → ok (120 ms)`."""
     lines = []
     for call in step.calls:
-        mark = "✓" if call.status == "ok" else "✗"
+        mark = "✓" if call.status is CallStatus.ok else "✗"
         args = _args(call.args)
         error = f" – {_cut(call.error, 200)}" if call.error else ""
         lines.append(

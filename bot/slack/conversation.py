@@ -15,7 +15,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.webhook import WebhookClient
 
-from bot.commands import NotACommand, Parsed, RunbookRequest, parse_command, run_command
+from bot.commands import DirectCommand, Question, RunbookRequest, run_command
 from bot.loop import Agent
 from bot.prompts import with_thread_context
 from bot.redis_client import REDIS_ERRORS
@@ -87,9 +87,8 @@ class Conversation:
         if job.kind == "refusal":
             self.refuse(job, job.text)
             return
-        parsed = self._command(job.text) if job.kind == "question" else None
-        if parsed is not None:
-            self._direct(job, parsed)
+        if not isinstance(job.decision, Question):
+            self._direct(job, job.decision)
         elif job.response_url and job.kind == "question":
             self._open_thread(job)
         else:
@@ -125,13 +124,6 @@ class Conversation:
         except REDIS_ERRORS as exc:
             raise Deferred(f"cannot queue it in its thread: {exc}") from exc
 
-    def _command(self, text: str) -> Parsed | None:
-        parsed = parse_command(self.approvals.policy, text)
-        # Text that only starts like a command is a question when there is a model to ask.
-        if isinstance(parsed, NotACommand) and self.agent.model is not None:
-            return None
-        return parsed
-
     def _ask(self, job: Job) -> None:
         text = job.text
         if job.first_in_thread and not job.response_url and job.ts != job.thread.thread_ts:
@@ -151,11 +143,11 @@ class Conversation:
         for request in reply.approvals:
             self._ask_for(job, request, continues_agent=True)
 
-    def _direct(self, job: Job, parsed: Parsed) -> None:
-        if isinstance(parsed, RunbookRequest):
-            self._run_runbook(job, parsed)
+    def _direct(self, job: Job, command: DirectCommand) -> None:
+        if isinstance(command, RunbookRequest):
+            self._run_runbook(job, command)
             return
-        output = run_command(self.agent, parsed, job.thread.key, job.principal)
+        output = run_command(self.agent, command, job.thread.key, job.principal)
         blocks = output_blocks(job.text, output.text, output.ok, self.settings.max_output_chars)
         fallback = escape(output.text[:3000])
         if job.response_url:

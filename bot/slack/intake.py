@@ -9,11 +9,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from bot.commands import USAGE
+from bot.commands import USAGE, Builtin, Decision, NotACommand, Question, decide
 from bot.memory import Memory, MemoryUnavailable
 from bot.redis_client import REDIS_ERRORS
 from bot.slack.delivery import Dispatcher
 from bot.slack.jobs import Job, ThreadRef
+from config.policy import Policy
 from config.settings import SlackSettings
 
 log = logging.getLogger("opsbot.slack")
@@ -39,7 +40,8 @@ class BotIdentity:
 
 
 class Intake:
-    """Turns deliveries into queued jobs, durably, before Slack gets its ack: Redis work only."""
+    """Turns deliveries into queued jobs, durably, before Slack gets its ack: Redis work only.
+    Each job carries what its text is, command or question (`can_ask`: there is a model)."""
 
     def __init__(
         self,
@@ -48,12 +50,16 @@ class Intake:
         identity: BotIdentity,
         settings: SlackSettings,
         thread_ttl_s: int,
+        policy: Policy,
+        can_ask: bool,
     ) -> None:
         self.memory = memory
         self.dispatcher = dispatcher
         self.identity = identity
         self.settings = settings
         self.thread_ttl_s = thread_ttl_s
+        self.policy = policy
+        self.can_ask = can_ask
         self._mention = re.compile(rf"<@{re.escape(identity.user_id)}(?:\|[^>]*)?>")
 
     def message(self, event: dict[str, Any], body: dict[str, Any], acked_if_parked: bool = False) -> bool:
@@ -80,12 +86,14 @@ class Intake:
         )
         if not addressed and not event.get("thread_ts"):
             return True  # channel chatter: not worth a Redis round trip
+        said = self._mention.sub("", text).strip() or "help"
         job = Job(
             id=f"{team}:{channel}:{ts}",
             thread=thread,
             user=event.get("user") or event.get("bot_id") or "unknown",
             user_team=user_team,
-            text=self._mention.sub("", text).strip() or "help",
+            text=said,
+            decision=decide(self.policy, said, self.can_ask),
             ts=ts,
         )
         active_ttl_s = self.thread_ttl_s
@@ -111,11 +119,12 @@ class Intake:
             log.info("ignored a slash command without team, channel or user")
             return None
         trigger = command.get("trigger_id") or f"{team}:{channel}:{user}:{text}"
-        word = text.split()[0].lower() if text else "help"
+        decision = decide(self.policy, text or "help", self.can_ask)
+        slip = _slip(decision)
+        if slip is not None:
+            return f"{slip.why}\n{SLASH_USAGE}"
         # Help needs nothing, not even Redis: it answers every time, replays included.
-        if word in ("help", "reset") and len(text.split()) > 1:
-            return f"`{word}` takes no arguments.\n{SLASH_USAGE}"
-        if word == "help":
+        if decision == Builtin.help:
             return SLASH_USAGE
         user_team = command.get("user_team_id") or team
         if not self._member(user_team):
@@ -126,10 +135,11 @@ class Intake:
             user=user,
             user_team=user_team,
             text=text,
+            decision=decision,
             response_url=command.get("response_url"),
         )
         try:
-            if word == "reset":
+            if decision == Builtin.reset:
                 forgotten = self.memory.forget_all(f"slack:{team}:{channel}:")
                 return f"Forgot {forgotten} opsbot conversation(s) in this channel."
             self.dispatcher.accept(job, "command")
@@ -156,6 +166,13 @@ class Intake:
             return False
         bot = event.get("bot_id")
         return bot is None or bot in self.settings.allowed_bots
+
+
+def _slip(decision: Decision) -> NotACommand | None:
+    """`help` or `reset` with more words after it. /ops answers both in the ack (its reset forgets
+    the whole channel), so one written with more words is refused there, never asked as a question."""
+    near = decision.almost if isinstance(decision, Question) else decision
+    return near if isinstance(near, NotACommand) and near.name in (Builtin.help, Builtin.reset) else None
 
 
 def _redis_down(exc: Exception) -> str:

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.commands import Decision, Question
 from config.policy import Principal
 from tools.commands import ApprovalRequest
 
@@ -28,9 +29,10 @@ class ThreadRef(BaseModel):
 class Job(BaseModel):
     """One piece of work for a thread, answered exactly once.
 
-    `question`: a person's message (direct command or question for the model). `continuation`: the
-    outcome of an approval, told to the model so the conversation goes on from it. `refusal`: why a
-    message is not worked on, posted in its turn so it never comes before answers to earlier ones."""
+    `question`: a person's message (direct command or question for the model, as `decision` says).
+    `continuation`: the outcome of an approval, told to the model so the conversation goes on from
+    it. `refusal`: why a message is not worked on, posted in its turn so it never comes before
+    answers to earlier ones."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -39,6 +41,9 @@ class Job(BaseModel):
     thread: ThreadRef
     user: str
     text: str
+    decision: Decision = Field(
+        default_factory=Question, description="command or question, decided once where the text came in"
+    )
     principal: Principal | None = Field(
         default=None, description="who asks; None for a Slack user, looked up when the job is worked on"
     )

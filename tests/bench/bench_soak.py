@@ -44,7 +44,9 @@ FLAKY_RATE = 0.01
 SAMPLE_EVERY = 1_000
 WARMUP_SHARE = 0.2
 RSS_GROWTH_LIMIT_MB = 15.0
+# How long the senders may take: at least 30 minutes, and 5 messages a second whatever the count.
 ANSWER_TIMEOUT_S = 1800.0
+MIN_RATE = 5.0
 SETTLE_S = 3.0
 
 TOKEN = "xoxb-soak"
@@ -162,7 +164,7 @@ def soak(process: ServeProcess, slack: SlackApi, redis_server: RedisServer, tota
             pool.submit(sender, offset)
         done = 0
         next_sample = 0
-        deadline = started + ANSWER_TIMEOUT_S
+        deadline = started + max(ANSWER_TIMEOUT_S, total / MIN_RATE)
         while done < total and time.monotonic() < deadline:
             time.sleep(2.0)
             now_done = len(counts.per_job())

@@ -104,6 +104,10 @@ def slices(text: str, size: int = 6) -> list[str]:
 class _QuietServer(ThreadingHTTPServer):
     """A client that went away mid-reply (a killed opsbot, a cancelled run) is no error of the fake's."""
 
+    # socketserver's backlog of 5 drops connections when dozens of runs ask at once, and a dropped
+    # SYN is sent again only after a second: a hosted model's server takes them all.
+    request_queue_size = 128
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         if not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)

@@ -21,6 +21,8 @@ from typing import Any
 import redis
 
 SENTINEL_SERVICE = "opsbot"
+# A key outside opsbot's prefixes, written and deleted to see replication flow.
+_PROBE = "tests:replication-probe"
 
 
 def free_port() -> int:
@@ -81,7 +83,8 @@ class RedisServer:
                 conf.write_text("\n".join(self.args) + "\n")
             argv = [self.binary, str(conf), "--sentinel", *common]
         else:
-            argv = [self.binary, *common, "--save", "", "--appendonly", "no", *self.args]
+            # hz 100: a blocking command's timeout (the alert worker's wait) ends within 10 ms, not 100.
+            argv = [self.binary, *common, "--save", "", "--appendonly", "no", "--hz", "100", *self.args]
         self.process = subprocess.Popen(
             argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
         )
@@ -150,6 +153,7 @@ class SentinelSetup:
                 _wait_for("each sentinel seeing the replicas in sync", lambda s=sentinel: self._sees_replicas(s))
                 # Peers find each other through hello messages, every two seconds.
                 _wait_for("the sentinels knowing each other", lambda s=sentinel: self._knows_peers(s))
+            _wait_for("the master streaming to every replica", lambda: _streams_to(self.master, len(self.replicas)))
         except BaseException:
             for server in started:
                 server.stop()
@@ -173,7 +177,8 @@ class SentinelSetup:
 
     def wait_for_new_master(self, old: RedisServer, timeout_s: float = 15.0) -> RedisServer:
         """The server every sentinel names master once the failover is over, and that says so itself,
-        with every other live replica replicating from it."""
+        with every other live replica replicating from it and acknowledging its writes (until then,
+        with min-replicas-to-write, it refuses them)."""
 
         def promoted() -> bool:
             named = {_ask(s, _master_port) for s in self.sentinels}
@@ -181,8 +186,13 @@ class SentinelSetup:
                 return False
             new = next(server for server in self.servers if server.port in named)
             live = [r for r in self.servers if r not in (old, new) and r.process is not None]
-            return _ask(new, lambda c: c.info("replication")["role"] == "master") and all(
-                _ask(r, lambda c: c.info("replication").get("master_port") == new.port and _in_sync(c)) for r in live
+            return (
+                _ask(new, lambda c: c.info("replication")["role"] == "master")
+                and all(
+                    _ask(r, lambda c: c.info("replication").get("master_port") == new.port and _in_sync(c))
+                    for r in live
+                )
+                and _streams_to(new, len(live))
             )
 
         _wait_for("a new master", promoted, timeout_s)
@@ -210,6 +220,20 @@ def _master_port(sentinel: redis.Redis) -> int:
     # As clients read it (SENTINEL MASTERS): GET-MASTER-ADDR-BY-NAME names the promoted replica
     # already while the failover still reconfigures the other replicas.
     return int(sentinel.sentinel_master(SENTINEL_SERVICE)["port"])
+
+
+def _streams_to(master: RedisServer, replicas: int) -> bool:
+    """Whether `replicas` replicas acknowledge the master's writes. A replica says its link is up
+    before the master streams to it: after a diskless sync the stream starts with the replica's
+    first acknowledgement, up to a second later, and a replica promoted before that lacks every
+    write since. A write they all acknowledge proves the stream flows."""
+
+    def probe(client: redis.Redis) -> bool:
+        client.set(_PROBE, "1")
+        client.delete(_PROBE)
+        return int(client.execute_command("WAIT", replicas, 100)) >= replicas
+
+    return replicas == 0 or bool(_ask(master, probe))
 
 
 def _in_sync(client: redis.Redis) -> bool:

@@ -19,6 +19,8 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -54,6 +56,23 @@ def run_cli(env: dict[str, str], args: tuple[str, ...] = ("serve", "--http"), ti
     return completed.returncode, completed.stderr + completed.stdout
 
 
+@contextmanager
+def serving(*processes: ServeProcess) -> Iterator[tuple[ServeProcess, ...]]:
+    """Several processes started, and at the end stopped, side by side: their imports and their
+    shutdowns overlap."""
+    try:
+        for process in processes:
+            process.launch()
+        for process in processes:
+            process.wait_until_serving()
+        yield processes
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.stop()
+
+
 class ServeProcess:
     """`opsbot serve --http` on `port` (a free one by default), ready once /healthz says 200."""
 
@@ -64,6 +83,7 @@ class ServeProcess:
         self.process: subprocess.Popen[bytes] | None = None
         # A file, not a pipe: nobody reads a pipe while the server runs, and a full one would block it.
         self._stderr: IO[bytes] | None = None
+        self._terminated = False
 
     @property
     def base_url(self) -> str:
@@ -77,7 +97,13 @@ class ServeProcess:
         self.stop()
 
     def start(self) -> None:
+        self.launch()
+        self.wait_until_serving()
+
+    def launch(self) -> None:
+        """Start the process without waiting for it: several start side by side (see `serving`)."""
         self._stderr = tempfile.TemporaryFile(prefix="opsbot-serve-")
+        self._terminated = False
         self.process = subprocess.Popen(
             command("serve", "--http", config=self.config),
             env=self.env,
@@ -86,6 +112,9 @@ class ServeProcess:
             stdout=self._stderr,
             stderr=self._stderr,
         )
+
+    def wait_until_serving(self) -> None:
+        assert self.process is not None, "launch() first"
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -98,10 +127,17 @@ class ServeProcess:
             time.sleep(0.05)
         self._fail(f"/healthz did not answer 200 within {STARTUP_TIMEOUT_S:.0f} s")
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """SIGTERM (what a platform sends on deploy), then SIGKILL if it does not end in `timeout`."""
-        if self.process is not None and self.process.poll() is None:
+    def terminate(self) -> None:
+        """SIGTERM (what a platform sends on deploy), once: a second would cut short the shutdown
+        the first began."""
+        if self.process is not None and self.process.poll() is None and not self._terminated:
             self.process.send_signal(signal.SIGTERM)
+            self._terminated = True
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """`terminate`, then SIGKILL if the process does not end in `timeout`."""
+        self.terminate()
+        if self.process is not None:
             try:
                 self.process.wait(timeout)
             except subprocess.TimeoutExpired:

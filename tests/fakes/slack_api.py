@@ -144,6 +144,12 @@ def _stream_text(args: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's backlog of 5 drops connections when dozens of workers call at once, and a
+    # dropped SYN is sent again only after a second, past the stack's client timeout: Slack takes them all.
+    request_queue_size = 128
+
+
 class SlackApi:
     """The fake Web API. Use as a context manager, or call `close()`; it serves from construction."""
 
@@ -200,7 +206,7 @@ class SlackApi:
             "conversations.history": self._conversations_history,
             "usergroups.list": self._usergroups_list,
         }
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._http = _Server(("127.0.0.1", 0), self._handler_class())
         self._http.daemon_threads = True
         # A short poll so close() returns at once rather than after serve_forever's default half second.
         self._thread = threading.Thread(

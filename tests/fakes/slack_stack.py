@@ -7,15 +7,18 @@ Mode adapters take, so signature checks, acks and listener matching are Bolt's o
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import redis
 from slack_bolt.request import BoltRequest
 from slack_bolt.response import BoltResponse
 
 from bot.llm import ModelClient
 from bot.loop import Agent
 from bot.memory_redis import RedisMemory
+from bot.redis_client import RedisClient
 from bot.slack.app import SlackApp, build_slack_app
 from config.policy import Policy
 from config.settings import AlertSettings, LoopLimits, MemorySettings, Settings, SlackSettings
@@ -119,14 +122,45 @@ class Stack:
         ]
 
     def idle(self, timeout: float = 15) -> bool:
-        """Wait until no job is queued or running."""
-        import time
-
+        """Wait until nothing is left to do: no job queued, in flight or being drained and no alert
+        queued or being handled (by any process on this Redis), and no worker here busy. A post
+        not made by then is one nobody is making."""
         deadline = time.monotonic() + timeout
-        state = self.built.state
         while time.monotonic() < deadline:
-            busy = any(True for _ in state.redis.scan_iter(f"{state.prefix}:drain:*"))
-            if not busy and self.built.pool.idle():
+            if not self._work_in_redis() and self.built.pool.idle():
                 return True
-            time.sleep(0.02)
+            time.sleep(0.01)
         return False
+
+    def _work_in_redis(self) -> bool:
+        return work_in_redis(self.built.state.redis, self.built.state.prefix, self.built.alerts.queue.base)
+
+
+def work_in_redis(
+    client: RedisClient,
+    slack_prefix: str = "opsbot:slack",
+    alerts_base: str = "opsbot:alerts:{alerts}",
+    runbook_tag: str = "{opsbot:runbook}",
+) -> bool:
+    """Whether any opsbot process on this Redis has a job queued, in flight or being drained, an
+    alert queued or being handled, or a runbook run it is advancing (under its lease). The
+    defaults are opsbot's own key prefixes."""
+    patterns = [f"{slack_prefix}:{kind}:*" for kind in ("queue", "inflight", "drain")]
+    patterns += [f"{alerts_base}:pending", f"{alerts_base}:processing:*", f"{runbook_tag}:lease:*"]
+    return any(True for pattern in patterns for _ in client.scan_iter(pattern))
+
+
+def settled(redis_url: str, timeout: float = 15) -> bool:
+    """Wait until no opsbot process on this Redis has work left (`work_in_redis`), for tests of
+    `opsbot serve` processes. Their listeners queue each job before the ack, so an answer not
+    posted by then is none at all."""
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    deadline = time.monotonic() + timeout
+    try:
+        while work_in_redis(client):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+        return True
+    finally:
+        client.close()

@@ -59,7 +59,7 @@ class ReadConfigArgs(BaseModel):
     )
 
 
-def read_config_tool(policy: Policy) -> Tool:
+def read_config_tool(policy: Policy) -> Tool[ReadConfigArgs]:
     def run(args: ReadConfigArgs, principal: Principal | None) -> ToolResult:
         root = policy.config_files.get(args.name)
         if root is None:
@@ -75,7 +75,7 @@ def read_config_tool(policy: Policy) -> Tool:
         description="Read a file of a declared config root (YAML, JSON, TOML, INI, .env, .properties), or one "
         "value of it by dotted key path. A directory root without path lists the files you may read.",
         args_model=ReadConfigArgs,
-        run=run,  # type: ignore[arg-type]
+        run=run,
     )
 
 

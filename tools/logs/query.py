@@ -24,7 +24,7 @@ OUTPUT_BYTES = 16_000
 MAX_LINE_CHARS = 2_000
 
 
-def query_logs_tool(policy: Policy, journalctl: str | None = None) -> Tool:
+def query_logs_tool(policy: Policy, journalctl: str | None = None) -> Tool[QueryLogsArgs]:
     """The query_logs tool on `policy`'s services. `journalctl` replaces the binary found on the
     system PATH (tests point it at a fake); leave it None in production."""
     readers = readers_for(policy, journalctl)
@@ -50,7 +50,7 @@ def query_logs_tool(policy: Policy, journalctl: str | None = None) -> Tool:
             "says when a count is only a lower bound."
         ),
         args_model=QueryLogsArgs,
-        run=run,  # type: ignore[arg-type]
+        run=run,
         timeout_s=_tool_timeout(policy),
     )
 
