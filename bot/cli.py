@@ -15,11 +15,12 @@ from pydantic import ValidationError
 from bot.answer_stream import AnswerPreview
 from bot.build import build_agent
 from bot.commands import Question, decide, run_command
+from bot.local_approvals import TerminalApprovals
 from bot.loop import Agent
 from bot.prompts import UNCHECKED, no_model_text
 from bot.reply import Progress, Reply, Step
 from config.check import ConfigError
-from config.policy import Policy, Principal
+from config.policy import Principal
 from config.runbooks import load_runbooks
 from config.settings import SAMPLE_CONFIG, Settings, load_file_config
 from tools.base import CallStatus
@@ -158,6 +159,13 @@ def chat(ctx: click.Context, thread: str) -> None:
     )
     if agent.model is None:
         click.secho(no_model_text(), fg="yellow")
+    # The model is told an approval's outcome as the next turn of the same thread.
+    approvals = TerminalApprovals(
+        settings.policy,
+        TERMINAL_USER,
+        lambda outcome: _ask_and_offer(agent, approvals, outcome, thread, sys.stdout),
+        sys.stdout,
+    )
     click.echo("Type a question, `help` for direct commands, `exit` to leave.")
     while True:
         try:
@@ -168,14 +176,28 @@ def chat(ctx: click.Context, thread: str) -> None:
         if text.lower() in ("exit", "quit"):
             return
         if text:
-            _answer(agent, settings.policy, text, thread, sys.stdout)
+            _answer(agent, approvals, text, thread, sys.stdout)
 
 
-def _answer(agent: Agent, policy: Policy, text: str, thread: str, stream: Any) -> Reply | None:
-    decision = decide(policy, text, can_ask=agent.model is not None)
+def _answer(agent: Agent, approvals: TerminalApprovals, text: str, thread: str, stream: Any) -> None:
+    """A direct command or a question, answered; a write command it asks for is offered for approval."""
+    decision = decide(approvals.approvals.policy, text, can_ask=agent.model is not None)
     if not isinstance(decision, Question):
-        click.echo(run_command(agent, decision, thread, TERMINAL_USER).text, file=stream)
-        return None
+        output = run_command(agent, decision, thread, TERMINAL_USER)
+        click.echo(output.text, file=stream)
+        if output.approval is not None:
+            approvals.offer(output.approval, text, continues_agent=False)
+        return
+    _ask_and_offer(agent, approvals, text, thread, stream)
+
+
+def _ask_and_offer(agent: Agent, approvals: TerminalApprovals, text: str, thread: str, stream: Any) -> None:
+    reply = _ask_agent(agent, text, thread, stream)
+    for request in reply.approvals:
+        approvals.offer(request, text, continues_agent=True)
+
+
+def _ask_agent(agent: Agent, text: str, thread: str, stream: Any) -> Reply:
     progress = TerminalProgress(sys.stderr, stream, prompt="opsbot> ", color="cyan")
     reply = agent.run(text, thread=thread, progress=progress, principal=TERMINAL_USER)
     progress.finish(reply.text, "cyan" if reply.stop_reason == "answered" else "yellow")

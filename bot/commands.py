@@ -246,8 +246,8 @@ def _next_step(result: ToolResult, principal: Principal | None) -> str:
             request = f" (request {data['id']})" if "id" in data else ""
             return f"`{command}` changes things, so it waits for a person's approval{request}; ask an approver."
         return (
-            f"`{command}` changes things, so it needs a person's approval; approvals happen in Slack — "
-            "run it there, or ask an approver."
+            f"`{command}` changes things, so it needs a person's approval: in Slack, or in `opsbot chat` "
+            "for an approver the policy names."
         )
     if error.type is ErrorType.denied:
         return (

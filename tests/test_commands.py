@@ -123,7 +123,7 @@ def test_a_write_command_in_the_terminal_says_where_approvals_happen(model_serve
     output = run_command(agent, parsed, "t", Principal(platform="cli", user="ops"))
     assert not output.ok
     assert "`restart` changes things, so it needs a person's approval" in output.text
-    assert "approvals happen in Slack" in output.text
+    assert "in Slack, or in `opsbot chat`" in output.text
     assert "do not call it again" not in output.text and "tell the user" not in output.text
 
 

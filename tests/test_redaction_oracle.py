@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tools.logs.files as log_files
+from bot.approvals import Approvals, InProcessApprovalStore
 from bot.runbooks.engine import RunbookEngine
 from bot.runbooks.store import InProcessRunStore
 from config.policy import Command, Policy, Runbook, Service
@@ -276,7 +277,10 @@ def test_a_runbook_condition_on_query_results_sees_what_the_model_sees(tmp_path:
     for directory, hidden in (("a", ORIGINAL), ("b", {**ORIGINAL, "token": flip(TOKEN, 4)})):
         policy = Policy(services={"shop": Service(logs=[write_log(tmp_path / directory, hidden)], timezone="UTC")})
         policy = policy.model_copy(update={"runbooks": {"probe": book}})
-        engine = RunbookEngine(policy, Executor(Registry(ops_tools(policy)), FAST), InProcessRunStore(), _Quiet())
+        approvals = Approvals(policy, InProcessApprovalStore())
+        engine = RunbookEngine(
+            policy, Executor(Registry(ops_tools(policy)), FAST), InProcessRunStore(), _Quiet(), approvals
+        )
         run = engine.start("probe", {}, {"alert": "test"})
         decided.append((run.status, run.steps[1].output, run.steps[0].output["data"]["matches"]))
     assert decided[0] == decided[1] == ("succeeded", {"case": None, "goto": "end"}, 0)

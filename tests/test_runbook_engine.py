@@ -4,15 +4,26 @@ recorded in both stores, with approvals, failures, restarts and two processes on
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-import bot.runbooks.engine as engine_module
+import bot.approvals.service as approvals_module
+from bot.approvals import (
+    Approvals,
+    ApprovalStore,
+    Decision,
+    HandBack,
+    InProcessApprovalStore,
+    Pending,
+    RedisApprovalStore,
+)
 from bot.runbooks import (
     InProcessRunStore,
     RedisRunStore,
@@ -27,12 +38,12 @@ from bot.runbooks import (
     fill,
     fill_text,
 )
-from config.policy import Access, Condition, Gate, Policy, Principal, Runbook
+from config.policy import Access, Condition, Policy, Principal, Runbook
 from config.settings import Settings
 from tests.fakes.redis_server import RedisServer, free_port
 from tools.base import Registry, Tool, from_function
 from tools.catalog import ops_tools
-from tools.commands import ApprovalRequest, run_approved
+from tools.commands import run_approved
 from tools.executor import Executor, RetryPolicy
 
 ALICE = Principal(platform="slack", user="UALICE", groups=frozenset({"S0ONCALL"}))
@@ -67,7 +78,7 @@ class Recorder:
     def __init__(self, store: RunStore | None = None) -> None:
         self.store = store
         self.events: list[tuple[str, ...]] = []
-        self.requests: list[ApprovalRequest | Gate] = []
+        self.requests: list[Pending] = []
         self.unsaved: list[str] = []
 
     def _check(self, run: RunRecord, what: str) -> None:
@@ -83,10 +94,10 @@ class Recorder:
         self._check(run, f"finished {step.id}")
         self.events.append(("finished", step.id, step.status))
 
-    def approval_needed(self, run: RunRecord, step: StepRecord, request: ApprovalRequest | Gate) -> None:
+    def approval_needed(self, run: RunRecord, step: StepRecord, pending: Pending) -> None:
         self._check(run, f"approval {step.id}")
-        self.events.append(("approval", step.id, type(request).__name__))
-        self.requests.append(request)
+        self.events.append(("approval", step.id, "gate" if pending.gate else "command"))
+        self.requests.append(pending)
 
     def run_finished(self, run: RunRecord) -> None:
         self._check(run, "run")
@@ -131,9 +142,56 @@ def tools_for(policy: Policy, probe: Probe) -> Registry:
     return Registry([*(t for t in ops_tools(policy) if t.name != "list_services"), probe.tool()])
 
 
+# The approval requests beside each run store, as a process has them: one Redis, or one process.
+_REQUESTS: weakref.WeakKeyDictionary[RunStore, ApprovalStore] = weakref.WeakKeyDictionary()
+
+
+def requests_beside(store: RunStore) -> ApprovalStore:
+    if store not in _REQUESTS:
+        redis = getattr(store, "_redis", None)
+        _REQUESTS[store] = RedisApprovalStore(redis) if redis is not None else InProcessApprovalStore()
+    return _REQUESTS[store]
+
+
 def make_engine(policy: Policy, store: RunStore, probe: Probe, reporter: Any = None, **options: Any) -> RunbookEngine:
+    """One process's engine, with its approvals service handing runbook decisions back to it."""
     executor = Executor(tools_for(policy, probe), RetryPolicy(backoff_s=0.01))
-    return RunbookEngine(policy, executor, store, reporter if reporter is not None else Recorder(store), **options)
+    clock = options.get("clock")
+    approvals = Approvals(policy, requests_beside(store), **({"clock": clock} if clock else {}))
+    engine = RunbookEngine(
+        policy, executor, store, reporter if reporter is not None else Recorder(store), approvals, **options
+    )
+    approvals.hand_back(HandBack.runbook, engine)
+    return engine
+
+
+class Unseen:
+    """A front end's view that shows nothing: these tests look at the run and the decision."""
+
+    def running(self, pending: Pending, by: Principal) -> None: ...
+
+    def decided(self, decision: Decision) -> None: ...
+
+
+class NotDecided(Exception):
+    """The click was turned away (refused, decided already, nothing waiting)."""
+
+
+def click(engine: RunbookEngine, run_id: str, approve: bool, by: Principal, request: str | None = None) -> RunRecord:
+    """A click on what run `run_id` waits for (or on `request`), as a front end forwards it to
+    the approvals service; the run as it is afterwards."""
+    if request is None:
+        run = engine.store.load(run_id)
+        step = run.current_step if run is not None else None
+        if run is None or run.status != "waiting" or step is None or step.approval is None:
+            raise NotDecided(f"run {run_id} is not waiting for a decision")
+        request = step.approval
+    decision = engine.approvals.decide(request, approve, by, Unseen())
+    if not decision.settled:
+        raise NotDecided(decision.message)
+    stored = engine.store.load(run_id)
+    assert stored is not None
+    return stored
 
 
 def with_runbooks(policy: Policy, *books: dict[str, Any]) -> Policy:
@@ -190,22 +248,22 @@ def test_service_erroring_waits_at_the_gate_then_at_the_command_then_runs_it_onc
     assert run.params == {"service": "checkout", "upstream": "payments", "since": "999h"}
     assert run.steps[0].output["data"]["matches"] > 0
     assert run.steps[1].output == {"case": None, "goto": "upstream-errors"}
-    gate = recorder.requests[-1]
-    assert isinstance(gate, Gate) and gate.text == "Errors keep coming. Restart the service?"
+    gate = recorder.requests[-1].gate
+    assert gate is not None and gate.text == "Errors keep coming. Restart the service?"
     assert store.load(run.id) == run
 
-    run = engine.decide(run.id, True, BOB)
+    run = click(engine, run.id, True, BOB)
     assert run.status == "waiting"
     assert run.steps[3].status == "approved" and run.steps[3].decided_by == "UBOB"
     assert run.steps[4].status == "waiting"
-    request = run.pending_approval
+    pending = recorder.requests[-1]
+    assert run.steps[4].approval == pending.id and pending.run == run.id
+    request = pending.command
     assert request is not None and request.command == "restart" and request.params == {"service": "checkout"}
-    assert request.requested_by == ALICE
-    assert recorder.requests[-1] == request
+    assert request.requested_by == pending.requested_by == ALICE
 
-    run = engine.decide(run.id, True, BOB)
+    run = click(engine, run.id, True, BOB)
     assert run.status == "succeeded", run.note
-    assert run.pending_approval is None
     restart = run.steps[4]
     assert restart.status == "ok" and restart.decided_by == "UBOB" and restart.attempts == 1
     assert "would restart checkout" in restart.output["data"]["output"]
@@ -221,25 +279,25 @@ def test_service_erroring_waits_at_the_gate_then_at_the_command_then_runs_it_onc
         ("finished", "any-errors", "ok"),
         ("started", "upstream-errors"),
         ("finished", "upstream-errors", "ok"),
-        ("approval", "approve-restart", "Gate"),
+        ("approval", "approve-restart", "gate"),
         ("finished", "approve-restart", "approved"),
         ("started", "restart"),
-        ("approval", "restart", "ApprovalRequest"),
+        ("approval", "restart", "command"),
         ("started", "restart"),
         ("finished", "restart", "ok"),
         ("started", "explain"),
         ("finished", "explain", "ok"),
         ("run", "succeeded"),
     ]
-    with pytest.raises(RunRefused, match="not waiting"):
-        engine.decide(run.id, True, BOB)
+    with pytest.raises(NotDecided, match="not waiting|already decided"):
+        click(engine, run.id, True, BOB)
 
 
 def test_service_erroring_denied_at_the_gate(store: RunStore, sample: Settings, probe: Probe) -> None:
     recorder = Recorder(store)
     engine = make_engine(sample.policy, store, probe, recorder)
     run = engine.start("service-erroring", SEEN, {}, requested_by=ALICE)
-    run = engine.decide(run.id, False, BOB)
+    run = click(engine, run.id, False, BOB)
     assert run.status == "failed" and "denied by UBOB" in run.note
     assert statuses(run)["approve-restart"] == "denied"
     assert run.steps[3].decided_by == "UBOB"
@@ -252,14 +310,14 @@ def test_service_erroring_denied_at_the_command_runs_nothing(
     store: RunStore, sample: Settings, probe: Probe, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ran: list[str] = []
-    monkeypatch.setattr(engine_module, "run_approved", lambda *a, **k: ran.append("ran"))
+    monkeypatch.setattr(approvals_module, "run_approved", lambda *a, **k: ran.append("ran"))
     engine = make_engine(sample.policy, store, probe)
     run = engine.start("service-erroring", SEEN, {}, requested_by=ALICE)
-    run = engine.decide(run.id, True, BOB)
-    run = engine.decide(run.id, False, CAROL)  # anyone may approve the sample's restart, so may deny it
+    run = click(engine, run.id, True, BOB)
+    run = click(engine, run.id, False, CAROL)  # anyone may approve the sample's restart, so may deny it
     assert run.status == "failed" and statuses(run)["restart"] == "denied"
     assert run.steps[4].output["error"]["type"] == "needs_approval"
-    assert run.pending_approval is None and ran == []
+    assert ran == []
 
 
 def test_service_erroring_without_errors_goes_straight_to_explain(
@@ -457,16 +515,16 @@ def test_a_gate_refuses_non_approvers_and_the_requester_without_using_it(
     recorder = Recorder(store)
     engine = make_engine(gated(sample.policy), store, probe, recorder)
     run = engine.start("service-erroring", SEEN, {}, requested_by=ALICE)
-    gate = recorder.requests[-1]
-    assert isinstance(gate, Gate) and gate.text == "Restart checkout?"
-    with pytest.raises(RunRefused, match="only members of S0ONCALL"):
-        engine.decide(run.id, True, CAROL)
-    with pytest.raises(RunRefused, match="only members of S0ONCALL"):
-        engine.decide(run.id, False, CAROL)
-    with pytest.raises(RunRefused, match="started this run cannot approve"):
-        engine.decide(run.id, True, ALICE)
+    gate = recorder.requests[-1].gate
+    assert gate is not None and gate.text == "Restart checkout?"
+    with pytest.raises(NotDecided, match="may not approve this step: it needs membership of a group among S0ONCALL"):
+        click(engine, run.id, True, CAROL)
+    with pytest.raises(NotDecided, match="may not deny it: it needs membership of a group among S0ONCALL"):
+        click(engine, run.id, False, CAROL)
+    with pytest.raises(NotDecided, match="cannot be approved by the person who asked"):
+        click(engine, run.id, True, ALICE)
     assert store.load(run.id) == run  # untouched
-    assert engine.decide(run.id, True, BOB).steps[3].status == "approved"
+    assert click(engine, run.id, True, BOB).steps[3].status == "approved"
 
 
 def test_a_write_command_refuses_non_approvers_and_the_requester_without_using_it(
@@ -474,14 +532,14 @@ def test_a_write_command_refuses_non_approvers_and_the_requester_without_using_i
 ) -> None:
     engine = make_engine(gated(sample.policy), store, probe)
     run = engine.start("service-erroring", SEEN, {}, requested_by=ALICE)
-    run = engine.decide(run.id, True, BOB)
-    assert run.pending_approval is not None
-    with pytest.raises(RunRefused, match="you may not approve 'restart'"):
-        engine.decide(run.id, True, CAROL)
-    with pytest.raises(RunRefused, match="person who asked for it"):
-        engine.decide(run.id, True, ALICE)
+    run = click(engine, run.id, True, BOB)
+    assert run.steps[4].status == "waiting"
+    with pytest.raises(NotDecided, match="you may not approve 'restart'"):
+        click(engine, run.id, True, CAROL)
+    with pytest.raises(NotDecided, match="person who asked for it"):
+        click(engine, run.id, True, ALICE)
     assert store.load(run.id) == run
-    done = engine.decide(run.id, True, BOB)
+    done = click(engine, run.id, True, BOB)
     assert done.status == "succeeded" and "would restart checkout" in done.steps[4].output["data"]["output"]
 
 
@@ -490,20 +548,22 @@ def test_a_late_click_on_the_gate_cannot_approve_the_command_after_it(
 ) -> None:
     engine = make_engine(sample.policy, store, probe)
     run = engine.start("service-erroring", SEEN, {}, requested_by=ALICE)
-    gate_key = run.decision_key
-    assert gate_key == "approve-restart#4"
-    run = engine.decide(run.id, True, BOB, waiting_for=gate_key)
-    assert run.status == "waiting" and run.decision_key == "restart#5"
-    with pytest.raises(RunRefused, match="answered already"):
-        engine.decide(run.id, True, BOB, waiting_for=gate_key)
+    gate = run.steps[3].approval
+    assert gate is not None
+    run = click(engine, run.id, True, BOB, request=gate)
+    assert run.status == "waiting" and run.steps[4].approval not in (None, gate)
+    with pytest.raises(NotDecided, match="answered already; it now waits at step restart"):
+        click(engine, run.id, True, BOB, request=gate)
+    with pytest.raises(NotDecided, match="answered already"):
+        click(engine, run.id, False, BOB, request=gate)
     assert store.load(run.id) == run
-    assert engine.decide(run.id, True, BOB, waiting_for=run.decision_key).status == "succeeded"
+    assert click(engine, run.id, True, BOB).status == "succeeded"
 
 
 def test_the_requester_may_deny_their_own_run(store: RunStore, sample: Settings, probe: Probe) -> None:
     engine = make_engine(gated(sample.policy), store, probe)
     run = engine.start("service-erroring", SEEN, {}, requested_by=CAROL)
-    assert engine.decide(run.id, False, CAROL).status == "failed"
+    assert click(engine, run.id, False, CAROL).status == "failed"
 
 
 def test_an_expired_wait_fails_the_run(store: RunStore, sample: Settings, probe: Probe) -> None:
@@ -512,9 +572,9 @@ def test_an_expired_wait_fails_the_run(store: RunStore, sample: Settings, probe:
     run = engine.start("service-erroring", SEEN, {}, requested_by=ALICE)
     started = run.steps[3].started_at
     assert started is not None and run.steps[3].expires_at == started + timedelta(seconds=900)
-    run = engine.decide(run.id, True, BOB)  # now at the restart command
+    run = click(engine, run.id, True, BOB)  # now at the restart command
     later[0] += timedelta(seconds=901)
-    run = engine.decide(run.id, True, BOB)
+    run = click(engine, run.id, True, BOB)
     assert run.status == "failed" and statuses(run)["restart"] == "expired" and "expired" in run.note
 
 
@@ -532,18 +592,18 @@ def test_a_double_click_on_a_command_runs_it_once(
         time.sleep(0.1)  # the other click arrives while this one runs
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(engine_module, "run_approved", counted)
+    monkeypatch.setattr(approvals_module, "run_approved", counted)
     engines = [make_engine(sample.policy, new_store(), probe) for _ in range(2)]
     run = engines[0].start("service-erroring", SEEN, {}, requested_by=ALICE)
-    engines[0].decide(run.id, True, BOB)
+    click(engines[0], run.id, True, BOB)
     barrier = threading.Barrier(2)
-    results: list[RunRecord | RunRefused] = []
+    results: list[RunRecord | NotDecided] = []
 
-    def click(engine: RunbookEngine) -> None:
+    def clicking(engine: RunbookEngine) -> None:
         barrier.wait()
         try:
-            results.append(engine.decide(run.id, True, BOB))
-        except RunRefused as exc:
+            results.append(click(engine, run.id, True, BOB))
+        except NotDecided as exc:
             results.append(exc)
 
     # Two threads of one engine (one process), then of two engines (two processes).
@@ -552,17 +612,17 @@ def test_a_double_click_on_a_command_runs_it_once(
             runs.clear()
             results.clear()
             run = engines[0].start("service-erroring", SEEN, {}, requested_by=ALICE)
-            engines[1].decide(run.id, True, BOB)
-        threads = [threading.Thread(target=click, args=(engine,)) for engine in pair]
+            click(engines[1], run.id, True, BOB)
+        threads = [threading.Thread(target=clicking, args=(engine,)) for engine in pair]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join(10)
         assert runs == ["ran"]
         [done] = [r for r in results if isinstance(r, RunRecord)]
-        [refused] = [r for r in results if isinstance(r, RunRefused)]
+        [refused] = [r for r in results if isinstance(r, NotDecided)]
         assert done.status == "succeeded" and done.steps[4].status == "ok"
-        assert "decided" in refused.message or "not waiting" in refused.message
+        assert "already decided (approved by UBOB)" in str(refused) or "not waiting" in str(refused)
 
 
 def test_two_processes_starting_the_same_run_id_run_it_once(
@@ -659,14 +719,14 @@ def test_an_approved_write_in_progress_when_its_process_died_is_interrupted_neve
         release.wait(10)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(engine_module, "run_approved", hanging)
+    monkeypatch.setattr(approvals_module, "run_approved", hanging)
     # The lease is held for the command's timeout on top of the ordinary lease: a short one here.
     quick = sample.policy.commands["restart"].model_copy(update={"timeout_s": 0.3})
     policy = sample.policy.model_copy(update={"commands": {**sample.policy.commands, "restart": quick}})
     engine_a = make_engine(policy, new_store(), probe, lease_ttl_s=0.3)
     run = engine_a.start("service-erroring", SEEN, {}, requested_by=ALICE)
-    engine_a.decide(run.id, True, BOB)
-    process_a = threading.Thread(target=lambda: engine_a.decide(run.id, True, BOB))
+    click(engine_a, run.id, True, BOB)
+    process_a = threading.Thread(target=lambda: click(engine_a, run.id, True, BOB))
     process_a.start()
     recorder = Recorder()
     engine_b = make_engine(policy, new_store(), probe, recorder)
@@ -702,18 +762,37 @@ def test_recover_leaves_waiting_runs_waiting_and_fails_expired_ones(
     assert hour_later.recover() == []
 
 
+def test_a_run_an_older_version_stored_is_left_alone_and_the_others_recover(
+    redis_server: RedisServer, sample: Settings, probe: Probe, caplog: pytest.LogCaptureFixture
+) -> None:
+    redis_server.flush()
+    store = RedisRunStore(redis_server.url)
+    engine = make_engine(sample.policy, store, probe)
+    old = engine.start("service-erroring", SEEN, {}, run_id="old", requested_by=ALICE)
+    engine.start("service-erroring", SEEN, {}, run_id="new", requested_by=ALICE)
+    # Before bot/approvals, a waiting command's request was kept on the run itself.
+    written = old.model_dump(mode="json") | {"pending_approval": None}
+    store._redis.hset(store._record_key("old"), "json", json.dumps(written))  # type: ignore[attr-defined]
+    later = make_engine(sample.policy, RedisRunStore(redis_server.url), probe)
+    assert [run.id for run in later.recover()] == ["new"]
+    assert [run.id for run in later.recover()] == ["new"]
+    told = [r.getMessage() for r in caplog.records if "run old cannot be read" in r.getMessage()]
+    assert len(told) == 1 and "start it again" in told[0]
+
+
 def test_cancel(store: RunStore, sample: Settings, probe: Probe) -> None:
     recorder = Recorder(store)
     engine = make_engine(sample.policy, store, probe, recorder)
     run = engine.start("service-erroring", SEEN, {}, requested_by=ALICE)
-    run = engine.decide(run.id, True, BOB)
-    assert run.pending_approval is not None
+    run = click(engine, run.id, True, BOB)
+    waiting_for = run.steps[4].approval
+    assert waiting_for is not None
     cancelled = engine.cancel(run.id, "fixed by hand")
-    assert cancelled is not None and cancelled.status == "cancelled" and cancelled.pending_approval is None
+    assert cancelled is not None and cancelled.status == "cancelled"
     assert statuses(cancelled)["restart"] == "cancelled" and statuses(cancelled)["explain"] == "skipped"
     assert recorder.events[-1] == ("run", "cancelled") and store.unfinished() == []
-    with pytest.raises(RunRefused, match="not waiting"):
-        engine.decide(run.id, True, BOB)
+    with pytest.raises(NotDecided, match="not waiting for a decision"):
+        click(engine, run.id, True, BOB, request=waiting_for)  # the request is left; nothing waits for it
     assert engine.cancel(run.id, "again") == cancelled
     assert engine.cancel("no-such-run", "whatever") is None
 
@@ -736,7 +815,7 @@ def test_a_changed_runbook_is_not_continued(store: RunStore, sample: Settings, p
         sample.policy,
         variant(sample.policy, "service-erroring", "service-erroring", "upstream-errors", on_failure="abort"),
     )
-    done = make_engine(changed, store, probe).decide(run.id, True, BOB)
+    done = click(make_engine(changed, store, probe), run.id, True, BOB)
     assert done.status == "failed" and "changed or removed" in done.note
 
 

@@ -860,14 +860,14 @@ def test_an_ops_question_slack_will_not_post_is_answered_with_why(make_stack) ->
 
 
 def test_a_failure_after_the_answer_adds_a_note_not_a_second_answer(make_stack, sample, monkeypatch) -> None:
-    import redis
+    from bot.approvals import ApprovalsUnavailable
 
     stack = make_stack(restart_then_echo(), policy=approvers_policy(sample.policy))
 
     def unreachable(*args: Any, **kwargs: Any) -> None:
-        raise redis.ConnectionError("blip")
+        raise ApprovalsUnavailable("cannot reach the approval requests' Redis: blip")
 
-    monkeypatch.setattr(stack.built.state, "save_approval", unreachable)
+    monkeypatch.setattr(stack.built.conversation.approvals.store, "save", unreachable)
     mention = payloads.app_mention("<@UBOT> restart checkout please")
     stack.event(mention)
     answered(stack, "C1", mention["ts"])
@@ -938,8 +938,8 @@ def test_a_run_longer_than_the_lock_ttl_keeps_its_thread(make_stack) -> None:
 def test_long_output_keeps_its_fence_tail_and_note_and_the_confirm_fits() -> None:
     from datetime import UTC, datetime, timedelta
 
+    from bot.approvals import HandBack, Pending
     from bot.slack.blocks import approval_blocks, output_blocks
-    from bot.slack.jobs import PendingApproval, ThreadRef
     from tools.commands import ApprovalRequest
 
     blocks = output_blocks("logs", "<" * 2700 + "THE END", True, 2800)
@@ -957,8 +957,15 @@ def test_long_output_keeps_its_fence_tail_and_note_and_the_confirm_fits() -> Non
         created_at=now,
         expires_at=now + timedelta(minutes=5),
     )
-    pending = PendingApproval(
-        request=request, thread=ThreadRef(team="T1", channel="C1", thread_ts="1.1"), why="w", continues_agent=False
+    pending = Pending(
+        id=request.id,
+        command=request,
+        requested_by=None,
+        why="w",
+        place={"team": "T1", "channel": "C1", "thread_ts": "1.1"},
+        hand_back=HandBack.nobody,
+        created_at=request.created_at,
+        expires_at=request.expires_at,
     )
     actions = next(b for b in approval_blocks(pending) if b.get("block_id") == "opsbot_approval")
     assert len(actions["elements"][0]["confirm"]["text"]["text"]) <= 300

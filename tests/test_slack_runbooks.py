@@ -89,7 +89,7 @@ def approval_of(stack: Stack, channel: str, thread_ts: str, after: dict[str, Any
         return [
             m
             for m in stack.slack.replies(channel, thread_ts)
-            if any(b.get("block_id") == "opsbot_run_approval" for b in m.get("blocks", []))
+            if any(b.get("block_id") == "opsbot_approval" for b in m.get("blocks", []))
             and (after is None or m["ts"] != after["ts"])
         ]
 
@@ -98,7 +98,7 @@ def approval_of(stack: Stack, channel: str, thread_ts: str, after: dict[str, Any
 
 
 def click(stack: Stack, message: dict[str, Any], approve: bool, user: str, channel: str = "CALERTS") -> None:
-    actions = next(b for b in message["blocks"] if b.get("block_id") == "opsbot_run_approval")
+    actions = next(b for b in message["blocks"] if b.get("block_id") == "opsbot_approval")
     button = actions["elements"][0 if approve else 1]
     stack.click(button["action_id"], button["value"], user=user, channel=channel, message_ts=message["ts"])
 

@@ -239,45 +239,20 @@ def _approval_refusal(
         return ToolResult.failure(
             ErrorType.denied, f"the approval request expired at {expires.isoformat()}", hint="ask for it again"
         )
-    if not spec.self_approval and _same_person(approver, request.requested_by):
+    if not spec.self_approval and approver.same_person(request.requested_by):
         return ToolResult.failure(
             ErrorType.denied,
             "a request cannot be approved by the person who asked for it",
             hint="ask another allowed approver",
         )
-    approvers = spec.approvers if spec.approvers is not None else spec.access
-    if not approvers.allows(approver):
-        return _denied(f"approve {request.command!r}", approvers, approver)
+    if not spec.deciders.allows(approver):
+        return _denied(f"approve {request.command!r}", spec.deciders, approver)
     return None
-
-
-def _same_person(one: Principal, other: Principal | None) -> bool:
-    # A user id names one person on its platform; the team id in a payload depends on where it was
-    # built (Enterprise Grid, Slack Connect), so it must not tell one person apart from themselves.
-    return other is not None and (one.platform, one.user) == (other.platform, other.user)
 
 
 def _denied(action: str, access: Access, principal: Principal | None) -> ToolResult:
     return ToolResult.failure(
         ErrorType.denied,
-        f"you may not {action}: {'; '.join(_missing(access, principal))}",
+        f"you may not {action}: {'; '.join(access.missing(principal))}",
         hint="tell the user who may do it; do not try other ways to run it",
     )
-
-
-def _missing(access: Access, principal: Principal | None) -> list[str]:
-    """What the principal lacks, one phrase per kind of rule."""
-    if principal is None:
-        return ["it needs a known user, and nobody in particular is asking"]
-    missing: list[str] = []
-    if access.users and principal.user not in access.users:
-        missing.append(f"user {principal.user} is not one of {_ids(access.users)}")
-    if access.groups and not principal.groups & access.groups:
-        missing.append(f"it needs membership of a group among {_ids(access.groups)}")
-    if access.channels and principal.channel not in access.channels:
-        missing.append(f"it must be asked in a channel among {_ids(access.channels)}")
-    return missing
-
-
-def _ids(values: frozenset[str]) -> str:
-    return ", ".join(sorted(values))

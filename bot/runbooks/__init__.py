@@ -1,8 +1,9 @@
 """Runbook runs: a reviewed runbook (config/policy/runbooks.py) run step by step with the ops
 tools, recorded in Redis after every step so that it survives restarts and never runs twice.
 
-The front ends (Slack, alerts, the terminal) start runs, show progress through a `Reporter`, and
-pass people's decisions to `RunbookEngine.decide`. Nothing here knows about Slack.
+The front ends (Slack, alerts) start runs and show progress through a `Reporter`; people's
+decisions reach a run through the approvals service (bot/approvals), which hands them back to the
+engine. Nothing here knows about Slack.
 """
 
 from bot.runbooks.engine import MAX_STEPS, Explainer, Reporter, RunbookEngine, RunRefused, runbook_digest

@@ -3,16 +3,19 @@
 The engine walks a run's steps (config/policy/runbooks.py) with the same tools the model uses,
 and stops at the end, at a failure that aborts, or where a person must decide: an approval step,
 or a `risk: write` command (which the run_command tool never runs by itself: it answers
-`needs_approval`, and only `decide` runs it, through tools/commands.py `run_approved`).
+`needs_approval`). Either way the engine asks the approvals service (bot/approvals), which decides
+who may decide, claims the decision once and runs the approved command; the engine is what waits
+(`Waiting`): it says whether a run still waits, marks an approved command started, and goes on
+from the outcome.
 
 What keeps a run from happening twice or being lost:
 - `start` creates the record atomically: a second start with the same id (the same alert
   delivered to two processes) gets the existing run back and runs nothing.
 - Only the holder of a run's lease advances it, and every save is a compare-and-set on the
   record's version (bot/runbooks/store.py): a process that lost the run stops at its next save.
-- A decision is claimed by saving it before anything runs: of two clicks, or two processes, one
-  claim succeeds and the other is refused. An approved write command is marked running before it
-  starts; found so after a restart, it is `interrupted` and never run again.
+- A decision is claimed once by the approvals service before anything runs. An approved write
+  command is marked running (and saved) before it starts; found so after a restart, it is
+  `interrupted` and never run again.
 - `recover` (at startup) goes on with runs a dead process left: a read step is simply run again.
 
 The front end hears of progress through a `Reporter`, always after the change is stored, and a
@@ -31,16 +34,17 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
+from bot.approvals import Approvals, Decision, HandBack, Pending, Verdict
 from bot.runbooks.records import RunRecord, StepKind, StepRecord
-from bot.runbooks.store import RunStore, RunStoreUnavailable
+from bot.runbooks.store import RunStore, RunStoreUnavailable, RunUnreadable
 from bot.runbooks.templates import TemplateError, condition_holds, fill, fill_text
-from config.policy import END, Access, ApprovalStep, BranchStep, ExplainStep, Gate, Policy, Principal, Runbook, ToolStep
+from config.policy import END, ApprovalStep, BranchStep, ExplainStep, Policy, Principal, Runbook, ToolStep
 from tools.base import ErrorType, ToolResult
-from tools.commands import ApprovalRequest, check_approval, run_approved
-from tools.executor import Executor, RetryPolicy, ToolCall, redact_result
+from tools.commands import ApprovalRequest
+from tools.executor import Executor, RetryPolicy, ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +70,7 @@ class Reporter(Protocol):
 
     def step_finished(self, run: RunRecord, step: StepRecord) -> None: ...
 
-    def approval_needed(self, run: RunRecord, step: StepRecord, request: ApprovalRequest | Gate) -> None: ...
+    def approval_needed(self, run: RunRecord, step: StepRecord, pending: Pending) -> None: ...
 
     def run_finished(self, run: RunRecord) -> None: ...
 
@@ -104,6 +108,7 @@ class RunbookEngine:
         executor: Executor,
         store: RunStore,
         reporter: Reporter,
+        approvals: Approvals,
         explainer: Explainer | None = None,
         owner: str | None = None,
         lease_ttl_s: float = 60.0,
@@ -114,11 +119,13 @@ class RunbookEngine:
         self.executor = executor
         self.store = store
         self.reporter = reporter
+        self.approvals = approvals
         self.explainer = explainer
         self.owner = owner or default_owner()
         self.lease_ttl_s = lease_ttl_s
         self.max_steps = max_steps
         self.clock = clock
+        self._unreadable: set[str] = set()  # runs recover() could not read, told once
 
     # ---------------------------------------------------------------- what front ends call
 
@@ -165,44 +172,6 @@ class RunbookEngine:
             return self._go_on(run, runbook, token)
         finally:
             self._release(run.id, token)
-
-    def decide(self, run_id: str, approved: bool, by: Principal, waiting_for: str | None = None) -> RunRecord:
-        """`by` approves or denies what run `run_id` waits for; an approval runs on until the next
-        wait or the end. Refusals (not an approver, nothing waiting, decided already) raise
-        `RunRefused` and change nothing. `waiting_for` is the run's `decision_key` when the
-        question was shown: with it, a late click cannot answer a later question. Front ends with
-        buttons must pass it; None decides whatever the run waits for now."""
-        token = self._token()
-        if not self._lease_soon(run_id, token):
-            busy = self._loaded(run_id)
-            raise RunRefused(
-                self._not_waiting(busy) if busy.status != "waiting" else f"run {run_id} is being decided right now"
-            )
-        try:
-            return self._decide(self._loaded(run_id), approved, by, token, waiting_for)
-        except _Lost:
-            # A cancel saved the run between this process loading it and storing an expiry.
-            return self._loaded(run_id)
-        finally:
-            self._release(run_id, token)
-
-    def _decide(self, run: RunRecord, approved: bool, by: Principal, token: str, waiting_for: str | None) -> RunRecord:
-        record = run.current_step
-        if run.status != "waiting" or record is None or record.status != "waiting":
-            raise RunRefused(self._not_waiting(run))
-        if waiting_for is not None and waiting_for != run.decision_key:
-            raise RunRefused(f"that question of run {run.id} was answered already; it now waits at step {record.id}")
-        runbook = self._runbook_of(run)
-        if runbook is None:
-            return self._runbook_gone(run)
-        step = runbook.steps[run.current]
-        if self._expired(record):
-            return self._expire(run, record)
-        if isinstance(step, ApprovalStep):
-            return self._decide_gate(run, runbook, step, record, approved, by, token)
-        if isinstance(step, ToolStep) and run.pending_approval is not None:
-            return self._decide_command(run, runbook, step, record, run.pending_approval, approved, by, token)
-        raise RunRefused(f"run {run.id} waits at step {record.id}, which takes no decision")
 
     def _loaded(self, run_id: str) -> RunRecord:
         run = self.store.load(run_id)
@@ -254,108 +223,149 @@ class RunbookEngine:
                 stored = self.store.load(run_id)
                 if stored is not None:
                     touched.append(stored)
+            except RunUnreadable as exc:
+                # Left as it is (it expires with the store's ttl); the other runs still recover.
+                if run_id not in self._unreadable:
+                    self._unreadable.add(run_id)
+                    log.warning("%s; it is left alone: start it again if it is still needed", exc)
             finally:
                 self._release(run_id, token)
         return touched
 
-    # ---------------------------------------------------------------- deciding
+    # ---------------------------------------------------------------- waiting for people (bot/approvals)
 
-    def _decide_gate(
-        self,
-        run: RunRecord,
-        runbook: Runbook,
-        step: ApprovalStep,
-        record: StepRecord,
-        approved: bool,
-        by: Principal,
-        token: str,
-    ) -> RunRecord:
-        gate = step.approval
-        may = gate.approvers.allows(by) or (not approved and _same_person(by, run.requested_by))
-        if not may:
-            raise RunRefused(f"you may not {'approve' if approved else 'deny'} this step: {_who(gate.approvers)}")
-        if approved and not gate.self_approval and _same_person(by, run.requested_by):
-            raise RunRefused("the person who started this run cannot approve it; ask another approver")
-        record.decided_by = by.user
-        record.finished_at = self.clock()
-        if not approved:
-            return self._deny(run, record, by)
-        record.status = "approved"
-        record.note = f"approved by {by.user}"
-        run.status = "running"
-        run.current += 1
-        self._claim(run, record)
-        self._tell("step_finished", run, record)
-        return self._go_on(run, runbook, token)
+    def waits(self, pending: Pending) -> str | None:
+        """None while the run waits for `pending`, else why it does not (a person is told)."""
+        assert pending.run is not None
+        run = self.store.load(pending.run)
+        if run is None:
+            return f"there is no run {pending.run} (runs are kept for a week)"
+        return self._not_waiting_for(run, pending)
 
-    def _decide_command(
-        self,
-        run: RunRecord,
-        runbook: Runbook,
-        step: ToolStep,
-        record: StepRecord,
-        request: ApprovalRequest,
-        approved: bool,
-        by: Principal,
-        token: str,
-    ) -> RunRecord:
-        now = self.clock()
-        if not approved:
-            spec = self.policy.commands.get(request.command)
-            approvers = None if spec is None else spec.approvers if spec.approvers is not None else spec.access
-            if not (_same_person(by, request.requested_by) or (approvers is not None and approvers.allows(by))):
-                raise RunRefused(f"you may not deny {request.command!r}: {_who(approvers or Access())}")
-            record.decided_by = by.user
-            record.finished_at = now
-            return self._deny(run, record, by)
-        # The checks run_approved makes, made first without running anything: a refused click
-        # must not use the request up.
-        checked = check_approval(self.policy, request, by, now)
-        if isinstance(checked, ToolResult):
-            raise RunRefused(checked.error.message if checked.error else f"{request.command!r} cannot run now")
+    def starting(self, pending: Pending, by: Principal) -> str | None:
+        """An approved command of the run is about to run: the step is saved as running, by whom,
+        first, and the lease held for as long as the command may take, until `resume`."""
+        assert pending.run is not None and pending.command is not None
+        token = self._decision_token(pending)
+        if not self._lease_soon(pending.run, token):
+            return f"run {pending.run} is busy right now; try again in a moment"
+        try:
+            why_not = self._mark_started(self._loaded(pending.run), pending, by.user)
+        except RunRefused as exc:
+            why_not = exc.message
+        except BaseException:
+            self._release(pending.run, token)
+            raise
+        if why_not is not None:
+            self._release(pending.run, token)
+        return why_not
+
+    def _mark_started(self, run: RunRecord, pending: Pending, by: str) -> str | None:
+        assert pending.command is not None
+        why_not = self._not_waiting_for(run, pending)
+        if why_not is not None:
+            return why_not
+        if self._runbook_of(run) is None:
+            self._runbook_gone(run)
+            return f"runbook {run.runbook} was changed or removed since this run started"
+        record = run.current_step
+        assert record is not None
         record.status = "running"
-        record.decided_by = by.user
-        record.note = f"approved by {by.user}; running {request.command}"
+        record.decided_by = by
+        record.note = f"approved by {by}; running {pending.command.command}"
         run.status = "running"
-        run.pending_approval = None
-        self._claim(run, record)
-        self._tell("step_started", run, record)
-        # Held for as long as the command may take: a process starting meanwhile must not mark a
-        # write that is still running as interrupted, even if this process stalls between renewals.
-        self._keep_lease(run.id, token, self.lease_ttl_s + checked.spec.timeout_s)
-        try:
-            result = redact_result(run_approved(self.policy, request, by, now))
-        except Exception as exc:  # noqa: BLE001 - the claim is stored: the step must end, not hang as running
-            log.exception("approved command %s of run %s raised", request.command, run.id)
-            result = redact_result(
-                ToolResult.failure(ErrorType.failed, f"{request.command} failed: {type(exc).__name__}: {exc}")
-            )
-        record.attempts = 1  # the call that asked for approval ran nothing
-        record.note = f"approved by {by.user}"
-        try:
-            self._tool_done(run, runbook, step, run.current, record, result)
-        except _Lost:
-            # Only when this process's lease ran out while the command ran and another marked
-            # the step interrupted: what the command did is kept here at least.
-            log.error("run %s was taken over while %s ran; its result: %s", run.id, request.command, result.render())
-            return self.store.load(run.id) or run
-        return self._go_on(run, runbook, token)
-
-    def _deny(self, run: RunRecord, record: StepRecord, by: Principal) -> RunRecord:
-        record.status = "denied"
-        record.note = f"denied by {by.user}"
-        self._end(run, "failed", f"step {record.id} was denied by {by.user}")
-        self._claim(run, record)
-        self._tell("step_finished", run, record)
-        self._tell("run_finished", run)
-        return run
-
-    def _claim(self, run: RunRecord, record: StepRecord) -> None:
-        """Store a decision; it is refused if anyone saved the run since it was loaded."""
         try:
             self._save(run)
         except _Lost:
-            raise RunRefused(f"step {record.id} of run {run.id} was decided by someone else just now") from None
+            return f"run {run.id} changed just now (cancelled?); nothing was run"
+        self._tell("step_started", run, record)
+        # Held for as long as the command may take: a process starting meanwhile must not mark a
+        # write that is still running as interrupted, even if this process stalls between renewals.
+        spec = self.policy.commands.get(pending.command.command)
+        self._keep_lease(run.id, self._decision_token(pending), self.lease_ttl_s + (spec.timeout_s if spec else 0))
+        return None
+
+    def resume(self, pending: Pending, decision: Decision) -> None:
+        """Go on from a settled decision: an approved command's result, an approved gate, a denial
+        or an expiry."""
+        assert pending.run is not None
+        token = self._decision_token(pending)
+        started = decision.verdict is Verdict.approved and pending.command is not None
+        if not started and not self._lease_soon(pending.run, token):
+            log.error(
+                "run %s stayed busy; the %s of request %s is not applied",
+                pending.run,
+                decision.verdict.value,
+                pending.id,
+            )
+            return
+        try:
+            self._apply(self._loaded(pending.run), pending, decision, token)
+        except RunRefused as exc:
+            log.warning("the %s of request %s is not applied: %s", decision.verdict, pending.id, exc.message)
+        except _Lost:
+            log.warning("run %s changed while a decision on it was applied; stopped there", pending.run)
+        finally:
+            self._release(pending.run, token)
+
+    def _apply(self, run: RunRecord, pending: Pending, decision: Decision, token: str) -> None:
+        record = run.current_step
+        if decision.result is not None:
+            if record is None or record.status != "running" or record.decided_by != decision.by:
+                # Only when this process's lease ran out while the command ran and another marked
+                # the step interrupted: what the command did is kept here at least.
+                log.error("run %s was taken over while its command ran; result: %s", run.id, decision.result.render())
+                return
+            runbook = self._runbook_of(run)
+            if runbook is None:
+                self._runbook_gone(run)
+                return
+            step = runbook.steps[run.current]
+            assert isinstance(step, ToolStep)
+            record.attempts = 1  # the call that asked for approval ran nothing
+            record.note = f"approved by {decision.by}"
+            self._tool_done(run, runbook, step, run.current, record, decision.result)
+            self._go_on(run, runbook, token)
+            return
+        if self._not_waiting_for(run, pending) is not None:
+            return  # cancelled or expired meanwhile: nothing waits for this decision
+        assert record is not None
+        runbook = self._runbook_of(run)
+        if runbook is None:
+            self._runbook_gone(run)
+        elif decision.verdict is Verdict.expired:
+            self._expire(run, record)
+        elif decision.verdict is Verdict.denied:
+            self._deny(run, record, decision.by or "someone")
+        else:
+            record.status = "approved"
+            record.decided_by = decision.by
+            record.finished_at = self.clock()
+            record.note = f"approved by {decision.by}"
+            run.status = "running"
+            run.current += 1
+            self._commit(run, ("step_finished", record))
+            self._go_on(run, runbook, token)
+
+    def _not_waiting_for(self, run: RunRecord, pending: Pending) -> str | None:
+        record = run.current_step
+        if run.status != "waiting" or record is None or record.status != "waiting":
+            return self._not_waiting(run)
+        if record.approval != pending.id:
+            return f"that question of run {run.id} was answered already; it now waits at step {record.id}"
+        return None
+
+    def _decision_token(self, pending: Pending) -> str:
+        # One lease from `starting` to `resume` of one decision, however the service calls them.
+        return f"{self.owner}:{pending.id}"
+
+    def _deny(self, run: RunRecord, record: StepRecord, by: str) -> None:
+        record.status = "denied"
+        record.decided_by = by
+        record.finished_at = self.clock()
+        record.note = f"denied by {by}"
+        self._end(run, "failed", f"step {record.id} was denied by {by}")
+        self._commit(run, ("step_finished", record))
 
     def _expired(self, record: StepRecord) -> bool:
         return record.expires_at is not None and self.clock() >= record.expires_at
@@ -430,13 +440,15 @@ class RunbookEngine:
             record.attempts = outcome.attempts
         request = _approval_request(result)
         if request is not None:
+            why = f"runbook {run.runbook}, step {step.id}"
+            pending = self.approvals.ask_command(request, run.origin, HandBack.runbook, why, run=run.id)
             record.output = result.model_dump(mode="json")
             record.status = "waiting"
-            record.expires_at = request.expires_at
+            record.expires_at = pending.expires_at
+            record.approval = pending.id
             record.note = f"{request.command} changes things: waiting for a person to approve it"
             run.status = "waiting"
-            run.pending_approval = request
-            self._commit(run, ("approval_needed", record, request))
+            self._commit(run, ("approval_needed", record, pending))
             return
         self._tool_done(run, runbook, step, index, record, result)
 
@@ -477,12 +489,15 @@ class RunbookEngine:
 
     def _gate(self, run: RunRecord, step: ApprovalStep) -> None:
         gate = step.approval.model_copy(update={"text": fill_text(step.approval.text, run.params)})
+        why = f"runbook {run.runbook}, step {step.id}"
+        pending = self.approvals.ask_gate(gate, run.requested_by, run.origin, run.id, why)
         record = self._begin(run, "approval", "waiting")
-        record.expires_at = record.started_at + timedelta(seconds=gate.timeout_s) if record.started_at else None
+        record.expires_at = pending.expires_at
+        record.approval = pending.id
         record.output = gate.model_dump(mode="json")
         record.note = "waiting for a person to approve"
         run.status = "waiting"
-        self._commit(run, ("approval_needed", record, gate))
+        self._commit(run, ("approval_needed", record, pending))
 
     def _explain(self, run: RunRecord, step: ExplainStep) -> None:
         if self.explainer is None:
@@ -525,7 +540,6 @@ class RunbookEngine:
     def _end(self, run: RunRecord, status: Ending, note: str) -> None:
         run.status = status
         run.note = note
-        run.pending_approval = None
         for record in run.steps:
             if record.status == "pending":
                 record.status = "skipped"
@@ -673,19 +687,3 @@ def _command_of(output: Any) -> str | None:
     if isinstance(data, dict) and isinstance(data.get("argv"), list):
         return " ".join(str(part) for part in data["argv"])
     return None
-
-
-def _same_person(one: Principal, other: Principal | None) -> bool:
-    # As tools/commands.py decides it: the user id on its platform, never the team id.
-    return other is not None and (one.platform, one.user) == (other.platform, other.user)
-
-
-def _who(access: Access) -> str:
-    parts = []
-    if access.users:
-        parts.append(f"users {', '.join(sorted(access.users))}")
-    if access.groups:
-        parts.append(f"members of {', '.join(sorted(access.groups))}")
-    if access.channels:
-        parts.append(f"in channels {', '.join(sorted(access.channels))}")
-    return "only " + " and ".join(parts) + " may decide" if parts else "nobody may decide"

@@ -14,7 +14,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from config.policy import Principal
-from tools.commands import ApprovalRequest
 
 StepKind = Literal["tool", "branch", "approval", "explain"]
 StepStatus = Literal[
@@ -50,10 +49,11 @@ class StepRecord(BaseModel):
     attempts: int = 0
     started_at: datetime | None = None
     finished_at: datetime | None = None
-    # When a waiting step stops waiting: the gate's timeout, or the write command's request expiry.
+    # When a waiting step stops waiting: its approval request's expiry.
     expires_at: datetime | None = None
     note: str = ""
     decided_by: str | None = Field(default=None, description="user id of who approved or denied it")
+    approval: str | None = Field(default=None, description="the approval request it waits for (bot/approvals)")
 
 
 class RunRecord(BaseModel):
@@ -68,7 +68,6 @@ class RunRecord(BaseModel):
     current: int = Field(default=0, description="index of the step being run, or to be run next")
     steps: list[StepRecord]
     origin: dict[str, str] = Field(default_factory=dict, description="alert key, thread key, who asked: free-form")
-    pending_approval: ApprovalRequest | None = Field(default=None, description="a write command waiting for a person")
     created_at: datetime
     updated_at: datetime
     requested_by: Principal | None = None
@@ -82,16 +81,6 @@ class RunRecord(BaseModel):
 
     def step(self, step_id: str) -> StepRecord | None:
         return next((record for record in self.steps if record.id == step_id), None)
-
-    @property
-    def decision_key(self) -> str | None:
-        """Names the question a waiting run asks, this time: a front end puts it in its buttons
-        and passes it to `decide`, so a late click on an earlier question (the gate before a write
-        command) cannot answer the next one."""
-        step = self.current_step
-        if self.status != "waiting" or step is None:
-            return None
-        return f"{step.id}#{self.executed}"
 
     @property
     def current_step(self) -> StepRecord | None:

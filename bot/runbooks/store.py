@@ -35,6 +35,10 @@ class RunStoreUnavailable(Exception):
     """The run store cannot be used (Redis unreachable, or a record it cannot read)."""
 
 
+class RunUnreadable(RunStoreUnavailable):
+    """One stored run cannot be read (written by another version of opsbot)."""
+
+
 class RunStore(Protocol):
     def create(self, record: RunRecord) -> bool:
         """Store a new run; False, changing nothing, when a run with its id exists."""
@@ -67,7 +71,7 @@ def _parse(run_id: str, raw: str | bytes) -> RunRecord:
     try:
         return RunRecord.model_validate_json(raw)
     except ValidationError as exc:
-        raise RunStoreUnavailable(
+        raise RunUnreadable(
             f"the stored record of run {run_id} cannot be read (written by another version of opsbot?)"
         ) from exc
 

@@ -23,7 +23,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from urllib.parse import quote
 
 from slack_sdk import WebClient
 
@@ -32,7 +31,7 @@ from bot.alerts.queue import ALIVE_TTL_S, AlertQueue
 from bot.prompts import alert_first_look
 from bot.redis_client import REDIS_ERRORS, RedisClient
 from bot.runbooks.engine import RunbookEngine, RunRefused
-from bot.slack.blocks import Block, escape, section
+from bot.slack.blocks import alert_blocks, escape
 from bot.slack.delivery import WorkerPool
 from bot.slack.jobs import Job, ThreadRef
 from bot.slack.posting import post_once, post_or_log, replace
@@ -105,7 +104,7 @@ class AlertRouter:
             None,
             f"alert:{alert.delivery}",
             escape(f"🚨 {redact_text(alert.title)}"),
-            _alert_blocks(alert, resolved=episode),
+            alert_blocks(alert, resolved=episode),
             kind="opsbot_alert",
             check_first=True,
         )
@@ -171,7 +170,7 @@ class AlertRouter:
             if not self.pool.submit(lambda: self._cancel(known["run"])):
                 self._cancel(known["run"])
         self._say(thread, f"resolved:{alert.delivery}", note)
-        replace(self.client, thread.channel, thread.thread_ts, escape(note), _alert_blocks(alert, resolved=False))
+        replace(self.client, thread.channel, thread.thread_ts, escape(note), alert_blocks(alert, resolved=False))
 
     def _cancel(self, run_id: str) -> None:
         deadline = time.monotonic() + _CANCEL_PATIENCE_S
@@ -249,19 +248,3 @@ class AlertRouter:
 
 def _episode(alert: Alert) -> str:
     return alert.starts_at.isoformat() if alert.starts_at else ""
-
-
-def _alert_blocks(alert: Alert, resolved: bool) -> list[Block]:
-    labels = ", ".join(f"{k}={v}" for k, v in sorted(alert.labels.items()))
-    state = "resolved before it was handled" if resolved else alert.status
-    lines = [
-        f"🚨 *{escape(redact_text(alert.title))}* ({alert.source}, {state})",
-        f"*Labels:* {escape(redact_text(labels))}",
-    ]
-    lines += [f"*{escape(k)}:* {escape(redact_text(v))}" for k, v in sorted(alert.annotations.items())]
-    if alert.url:
-        # Slack's link syntax ends at `|` or `>`: encoded, a URL cannot relabel itself or add a mention.
-        lines.append(f"<{quote(alert.url, safe=':/?#[]@!$&()*+,;=%~.-_')}|Open in {alert.source}>")
-    if alert.notes:
-        lines.append(f"_{escape('; '.join(alert.notes))}_")
-    return [section("\n".join(lines))]

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import logging
-import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.error import URLError
 
 from pydantic import SecretStr
@@ -14,14 +13,16 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
+from bot.approvals import Approvals, HandBack, RedisApprovalStore
 from bot.build import build_agent
 from bot.loop import Agent
 from bot.redis_client import REDIS_ERRORS, connect, describe
 from bot.runbooks.engine import RunbookEngine
 from bot.runbooks.explain import model_explainer
+from bot.runbooks.recovery import Recovery
 from bot.runbooks.store import RedisRunStore
 from bot.slack.alerts import AlertRouter
-from bot.slack.approvals import Approvals
+from bot.slack.approval_requests import SlackRequests, ThreadContinuations
 from bot.slack.conversation import Conversation
 from bot.slack.delivery import Dispatcher, WorkerPool
 from bot.slack.intake import BotIdentity, Intake
@@ -29,7 +30,7 @@ from bot.slack.janitor import Janitor
 from bot.slack.journal import Journal
 from bot.slack.listeners import actions, commands, events
 from bot.slack.principals import Directory
-from bot.slack.runbook_runs import RunDecisions, ThreadReporter
+from bot.slack.runbook_runs import ThreadReporter
 from bot.slack.state import SlackState
 from config.settings import Settings
 from tools.catalog import runbook_arg_problems
@@ -61,23 +62,7 @@ class SlackApp:
     conversation: Conversation
     notices: ThreadPoolExecutor
 
-    stopped: threading.Event = field(default_factory=threading.Event)
-
-    def keep_recovering(self, every_s: float = 30.0) -> None:
-        """Runs a stopped process left behind go on (or are marked interrupted) once their lease
-        lapses: now, and every `every_s`, so a crash while others keep running is noticed too."""
-
-        def loop() -> None:
-            while True:
-                try:
-                    for run in self.engine.recover():
-                        self.reporter.reshow(run)
-                except Exception:
-                    log.exception("runbook recovery failed; trying again later")
-                if self.stopped.wait(every_s):
-                    return
-
-        threading.Thread(target=loop, name="opsbot-runbook-recovery", daemon=True).start()
+    recovery: Recovery
 
     def health(self) -> dict[str, object]:
         """What /healthz says: whether Redis answers, and whether it keeps opsbot's jobs over a restart."""
@@ -94,7 +79,7 @@ class SlackApp:
     def close(self) -> None:
         """Stop taking work, let runs finish their current job, hand parked messages to Redis if
         it answers again, and tell the people whose messages cannot be handed over."""
-        self.stopped.set()
+        self.recovery.stop()
         self.janitor.stop()
         self.alerts.stop()
         self.dispatcher.stop()
@@ -151,28 +136,26 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
     pool = WorkerPool(settings.slack.workers, settings.slack.backlog)
     directory = Directory(client)
     teams = frozenset({identity.team_id}) | settings.slack.allowed_teams
-    # An approval's outcome continues the conversation through the same queues as a message.
-    approvals = Approvals(
-        client,
-        state,
-        settings.policy,
-        lambda job: dispatcher.submit(job),
-        settings.slack.max_output_chars,
-        teams=teams,
-    )
-    reporter = ThreadReporter(client, settings.slack.max_output_chars)
+    approvals = Approvals(settings.policy, RedisApprovalStore(state.redis), teams=teams)
+    requests = SlackRequests(client, approvals, settings.slack.max_output_chars)
+    reporter = ThreadReporter(client, requests, approvals, settings.slack.max_output_chars)
     engine = RunbookEngine(
         settings.policy,
         agent.executor,
         RedisRunStore(state.redis),
         reporter,
+        approvals,
         model_explainer(agent.model) if agent.model is not None else None,
         lease_ttl_s=settings.runbooks.lease_ttl_s,
     )
+    # An approval's outcome goes on through the same queues as a message, or in its run.
+    approvals.hand_back(HandBack.agent, ThreadContinuations(lambda job: dispatcher.submit(job)))
+    approvals.hand_back(HandBack.runbook, engine)
     conversation = Conversation(
         agent,
         client,
         approvals,
+        requests,
         settings.slack,
         engine,
         directory,
@@ -213,8 +196,7 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
     commands.register(app, intake)
     actions.register(
         app,
-        approvals,
-        RunDecisions(engine, client, teams),
+        requests,
         pool,
         directory,
         state,
@@ -223,11 +205,11 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
     )
     janitor.start()
     alerts.start()
-    slack_app = SlackApp(
-        app, dispatcher, pool, state, identity, engine, alerts, reporter, janitor, conversation, notices
+    recovery = Recovery(engine, reporter.reshow, settings.runbooks.recover_every_s)
+    recovery.start()
+    return SlackApp(
+        app, dispatcher, pool, state, identity, engine, alerts, reporter, janitor, conversation, notices, recovery
     )
-    slack_app.keep_recovering(settings.runbooks.recover_every_s)
-    return slack_app
 
 
 def _state(redis_url: str, lease_s: float) -> SlackState:

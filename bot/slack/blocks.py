@@ -8,13 +8,15 @@ opsbot itself wrote it.
 from __future__ import annotations
 
 import json
-import shlex
 from typing import Any
+from urllib.parse import quote
 
+from bot.alerts.models import Alert
+from bot.approvals import Pending
 from bot.prompts import UNCHECKED
 from bot.reply import Reply, Step
-from bot.slack.jobs import PendingApproval
 from tools.base import CallStatus
+from tools.redact import redact_text
 from tools.text import cut_middle
 
 Block = dict[str, Any]
@@ -127,50 +129,81 @@ def output_blocks(title: str, text: str, ok: bool, max_chars: int) -> list[Block
     return [section(f"{mark}{_cut(escape(title), 100)}\n```{shown.text}```"), *note]
 
 
-def approval_blocks(pending: PendingApproval) -> list[Block]:
-    request = pending.request
-    asked = mention(request.requested_by.user) if request.requested_by else "someone"
-    params = ", ".join(f"{k}={v}" for k, v in request.params.items()) or "no parameters"
-    confirm = {
-        "title": {"type": "plain_text", "text": "Run this command?"},
+def approval_blocks(pending: Pending) -> list[Block]:
+    """A request with Approve/Deny buttons: the exact argv (or the runbook's question), who asked,
+    why, and until when. The button's value is the request id, all a click needs."""
+    asked = mention(pending.requested_by.user) if pending.requested_by else "someone"
+    if pending.command is not None:
+        request = pending.command
+        params = ", ".join(f"{k}={v}" for k, v in request.params.items()) or "no parameters"
+        what = (
+            f":warning: *Approval needed* – `{escape(request.command)}` ({escape(request.description)}) "
+            "changes things.\n"
+            f"*Will run:* `{escape(pending.argv_shown)}`\n*Parameters:* {escape(redact_text(params))}\n"
+            f"*Asked by* {asked}: {escape(_cut(pending.why, 500))}"
+        )
         # Slack refuses a confirm text over 300 characters; the message above shows the whole argv.
-        "text": {
-            "type": "mrkdwn",
-            "text": _cut(f"`{escape(shlex.join(request.argv))}` will run on the opsbot host.", 280),
-        },
-        "confirm": {"type": "plain_text", "text": "Run it"},
+        check = ("Run this command?", f"`{escape(pending.argv_shown)}` will run on the opsbot host.", "Run it")
+    else:
+        assert pending.gate is not None
+        what = (
+            f":warning: *Approval needed* – {escape(pending.why)}:\n{escape(pending.gate.text)}\n*Started by* {asked}"
+        )
+        check = ("Go on?", escape(_cut(pending.gate.text, 200)), "Approve")
+    confirm = {
+        "title": {"type": "plain_text", "text": check[0]},
+        "text": {"type": "mrkdwn", "text": _cut(check[1], 280)},
+        "confirm": {"type": "plain_text", "text": check[2]},
         "deny": {"type": "plain_text", "text": "Cancel"},
         "style": "danger",
     }
     return [
-        section(
-            f":warning: *Approval needed* – `{escape(request.command)}` ({escape(request.description)}) "
-            "changes things.\n"
-            f"*Will run:* `{escape(shlex.join(request.argv))}`\n*Parameters:* {escape(params)}\n"
-            f"*Asked by* {asked}: {escape(_cut(pending.why, 500))}"
-        ),
+        section(what),
         _context(
-            f"Request {request.id} · expires <!date^{int(request.expires_at.timestamp())}^{{time}}|at "
-            f"{request.expires_at:%H:%M} UTC> · only an allowed approver may decide"
+            f"Request {pending.id} · expires <!date^{int(pending.expires_at.timestamp())}^{{time}}|at "
+            f"{pending.expires_at:%H:%M} UTC> · only an allowed approver may decide"
         ),
         {
             "type": "actions",
             "block_id": "opsbot_approval",
             "elements": [
-                {**button("Approve", APPROVE, request.id), "style": "primary", "confirm": confirm},
-                {**button("Deny", DENY, request.id), "style": "danger"},
+                {**button("Approve", APPROVE, pending.id), "style": "primary", "confirm": confirm},
+                {**button("Deny", DENY, pending.id), "style": "danger"},
             ],
         },
     ]
 
 
-def decision_blocks(pending: PendingApproval, decision: str) -> list[Block]:
-    """The approval message once decided: the same facts, the buttons replaced by the decision."""
-    request = pending.request
-    return [
-        section(f"*{escape(request.command)}*: `{escape(shlex.join(request.argv))}`"),
-        _context(decision),
+def decision_blocks(pending: Pending | None, decision: str) -> list[Block]:
+    """The request once decided: the same facts, the buttons replaced by the decision."""
+    if pending is None:
+        return [_context(decision)]
+    return [section(escape(pending.what)), _context(decision)]
+
+
+def alert_blocks(alert: Alert, resolved: bool) -> list[Block]:
+    """An alert as posted in its channel: title, labels and annotations redacted, its link encoded."""
+    labels = ", ".join(f"{k}={v}" for k, v in sorted(alert.labels.items()))
+    state = "resolved before it was handled" if resolved else alert.status
+    lines = [
+        f"🚨 *{escape(redact_text(alert.title))}* ({alert.source}, {state})",
+        f"*Labels:* {escape(redact_text(labels))}",
     ]
+    lines += [f"*{escape(k)}:* {escape(redact_text(v))}" for k, v in sorted(alert.annotations.items())]
+    if alert.url:
+        # Slack's link syntax ends at `|` or `>`: encoded, a URL cannot relabel itself or add a mention.
+        lines.append(f"<{quote(alert.url, safe=':/?#[]@!$&()*+,;=%~.-_')}|Open in {alert.source}>")
+    if alert.notes:
+        lines.append(f"_{escape('; '.join(alert.notes))}_")
+    return [section("\n".join(lines))]
+
+
+def step_blocks(text: str, output: str, max_chars: int) -> list[Block]:
+    """A runbook step as it finished: its line, and what it found in a code block, cut in the middle."""
+    blocks = [section(escape(text))]
+    if output:
+        blocks.append(section(f"```{cut_middle(escape(output), max_chars).text}```"))
+    return blocks
 
 
 def button(text: str, action_id: str, value: str) -> Block:

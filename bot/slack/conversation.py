@@ -15,13 +15,14 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.webhook import WebhookClient
 
+from bot.approvals import Approvals, ApprovalsUnavailable, HandBack
 from bot.commands import DirectCommand, Question, RunbookRequest, run_command
 from bot.loop import Agent
 from bot.prompts import with_thread_context
 from bot.redis_client import REDIS_ERRORS
 from bot.reply import Progress, Reply, StopReason
 from bot.runbooks.engine import RunbookEngine, RunRefused
-from bot.slack.approvals import Approvals
+from bot.slack.approval_requests import SlackRequests
 from bot.slack.blocks import ANSWER_EVENT, answer_blocks, context_line, escape, mention, output_blocks
 from bot.slack.delivery import Deferred
 from bot.slack.jobs import Job, ThreadRef
@@ -35,7 +36,7 @@ from tools.redact import redact_text
 log = logging.getLogger("opsbot.slack")
 
 _SLACK_FAILURES = (PostFailed, SlackApiError, URLError, OSError)
-_NOT_ASKED: tuple[type[Exception], ...] = (PostFailed, *REDIS_ERRORS)
+_NOT_ASKED: tuple[type[Exception], ...] = (PostFailed, ApprovalsUnavailable, *REDIS_ERRORS)
 # Slack errors meaning opsbot may not post in the channel, so it answers privately instead.
 _CANNOT_POST = frozenset({"not_in_channel", "channel_not_found", "is_archived", "restricted_action"})
 
@@ -46,6 +47,7 @@ class Conversation:
         agent: Agent,
         client: WebClient,
         approvals: Approvals,
+        requests: SlackRequests,
         settings: SlackSettings,
         engine: RunbookEngine,
         directory: Directory,
@@ -56,6 +58,7 @@ class Conversation:
         self.agent = agent
         self.client = client
         self.approvals = approvals
+        self.requests = requests
         self.settings = settings
         self.directory = directory
         self.requeue = requeue
@@ -161,7 +164,7 @@ class Conversation:
     def _run_runbook(self, job: Job, request: RunbookRequest) -> None:
         """Start a runbook in the job's thread (for /ops, in a new thread of the channel)."""
         try:
-            self.approvals.policy.runbooks[request.runbook].check_params(request.params)
+            self.engine.policy.runbooks[request.runbook].check_params(request.params)
         except ValueError as exc:
             self._say(job, f"Runbook {request.runbook} was not run: {exc}")
             return
@@ -196,7 +199,9 @@ class Conversation:
                     kind="opsbot_question",
                 )
                 thread = ThreadRef(team=thread.team, channel=thread.channel, thread_ts=root)
-            self.approvals.ask(thread, request, why=job.text, continues_agent=continues_agent)
+            hand_back = HandBack.agent if continues_agent else HandBack.nobody
+            pending = self.approvals.ask_command(request, thread.model_dump(), hand_back, why=job.text)
+            self.requests.post(thread, pending)
         except _NOT_ASKED as exc:
             log.error("approval request %s not posted: %s", request.id, exc)
             self._say(

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.commands import Decision, Question
 from config.policy import Principal
-from tools.commands import ApprovalRequest
 
 
 class ThreadRef(BaseModel):
@@ -19,6 +19,12 @@ class ThreadRef(BaseModel):
     team: str
     channel: str
     thread_ts: str = Field(description="ts of the thread's root message")
+
+    @classmethod
+    def of(cls, place: Mapping[str, str]) -> ThreadRef:
+        """The thread named in a place (a run's origin, an approval request's place), which may
+        say more than where it is."""
+        return cls(team=place["team"], channel=place["channel"], thread_ts=place["thread_ts"])
 
     @property
     def key(self) -> str:
@@ -53,18 +59,4 @@ class Job(BaseModel):
     resumed: bool = Field(default=False, description="taken over from a process that died while working on it")
     response_url: str | None = Field(
         default=None, description="answer privately here: opsbot cannot post in the channel"
-    )
-
-
-class PendingApproval(BaseModel):
-    """A write command waiting for a person, stored until it is decided or expires."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    request: ApprovalRequest
-    thread: ThreadRef
-    why: str = Field(description="the message that led to it, as shown to approvers")
-    continues_agent: bool = Field(description="tell the model the outcome (false for /ops run)")
-    message_ts: str | None = Field(
-        default=None, description="the approval message, whose buttons the decision replaces"
     )

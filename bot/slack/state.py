@@ -3,7 +3,6 @@
 - thread queues: a message is accepted (deduplicated, queued) in one script before Slack gets its
   ack; one drainer per thread at a time across processes, holding a short lease it renews;
   messages answered in ts order; a job is done only once its answer is out;
-- approvals: pending requests and their single-use decision;
 - feedback on answers.
 
 Every operation is one round trip; the ones that decide something are Lua scripts, so two
@@ -20,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from bot.redis_client import REDIS_ERRORS, RedisClient
-from bot.slack.jobs import Job, PendingApproval
+from bot.slack.jobs import Job
 
 # KEYS of every thread script, in this order: 1 queue (zset id -> ts), 2 jobs (hash id -> job),
 # 3 marks (hash id -> flags: f first in thread, r resumed), 4 drain (lease token), 5 inflight (id
@@ -282,21 +281,6 @@ class SlackState:
         claimed = self._claim_idle(keys=self._thread_keys(thread), args=[token, self.lease_ms])
         return Accepted(outcome="queued", token=token, took_over=claimed == 2) if claimed else None
 
-    def save_approval(self, pending: PendingApproval, ttl_s: int) -> None:
-        self.redis.set(self._approval_key(pending.request.id), pending.model_dump_json(), ex=max(ttl_s, 1))
-
-    def approval(self, request_id: str) -> PendingApproval | None:
-        raw = self.redis.get(self._approval_key(request_id))
-        return PendingApproval.model_validate_json(raw) if raw else None
-
-    def claim_decision(self, request_id: str, decider: str, ttl_s: int) -> str | None:
-        """Claim the one decision on a request: None when this caller won, else who decided first."""
-        key = self._approval_key(request_id) + ":decision"
-        if self.redis.set(key, decider, nx=True, ex=max(ttl_s, 60)):
-            return None
-        winner: Any = self.redis.get(key)
-        return str(winner or "someone")
-
     def marks_whole(self) -> bool:
         """Whether Redis knows every thread opsbot takes part in: false after it lost its data,
         until every live process has had time to mark its threads again (`vouch_marks`)."""
@@ -343,6 +327,3 @@ class SlackState:
 
     def _seen_key(self, thread: str, delivery: str) -> str:
         return f"{self.prefix}:seen:{{{thread}}}:{delivery}"
-
-    def _approval_key(self, request_id: str) -> str:
-        return f"{self.prefix}:approval:{request_id}"

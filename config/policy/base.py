@@ -31,6 +31,12 @@ class Principal(Strict):
     channel: str | None = None
     groups: frozenset[str] = frozenset()
 
+    def same_person(self, other: Principal | None) -> bool:
+        """Whether `other` is this person. A user id names one person on its platform; the team id
+        in a payload depends on where it was built (Enterprise Grid, Slack Connect), so it must not
+        tell one person apart from themselves."""
+        return other is not None and (self.platform, self.user) == (other.platform, other.user)
+
 
 class Access(Strict):
     """Who may use something. Empty lists mean no restriction of that kind; all given kinds must match."""
@@ -49,3 +55,33 @@ class Access(Strict):
             and (not self.groups or bool(principal.groups & self.groups))
             and (not self.channels or principal.channel in self.channels)
         )
+
+    def describe(self) -> str:
+        """Who is allowed, for people: "anyone", or each kind of rule."""
+        parts = []
+        if self.users:
+            parts.append(f"users {_ids(self.users)}")
+        if self.groups:
+            parts.append(f"members of {_ids(self.groups)}")
+        if self.channels:
+            parts.append(f"in channels {_ids(self.channels)}")
+        return " and ".join(parts) or "anyone"
+
+    def missing(self, principal: Principal | None) -> list[str]:
+        """What `principal` lacks to be allowed, one phrase per kind of rule (empty when allowed)."""
+        if self.allows(principal):
+            return []
+        if principal is None:
+            return ["it needs a known user, and nobody in particular is asking"]
+        missing: list[str] = []
+        if self.users and principal.user not in self.users:
+            missing.append(f"user {principal.user} is not one of {_ids(self.users)}")
+        if self.groups and not principal.groups & self.groups:
+            missing.append(f"it needs membership of a group among {_ids(self.groups)}")
+        if self.channels and principal.channel not in self.channels:
+            missing.append(f"it must be asked in a channel among {_ids(self.channels)}")
+        return missing
+
+
+def _ids(values: frozenset[str]) -> str:
+    return ", ".join(sorted(values))

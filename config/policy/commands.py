@@ -277,6 +277,11 @@ class Command(Strict):
                 raise ValueError(f"the value of {name} contains NUL")
         return env
 
+    @property
+    def deciders(self) -> Access:
+        """Who may approve (or deny) a request to run it: `approvers`, or else whoever may run it."""
+        return self.approvers if self.approvers is not None else self.access
+
     def slots(self) -> list[Slot]:
         """Every slot, in argv order."""
         return [slot for i, element in enumerate(self.argv) if (slot := slot_of(element, i)) is not None]

@@ -12,13 +12,14 @@ from typing import Any, NamedTuple
 from slack_bolt import Ack, App
 from slack_sdk import WebClient
 
+from bot.approvals import ApprovalsUnavailable
 from bot.redis_client import REDIS_ERRORS
-from bot.slack.approvals import Approvals
+from bot.runbooks import RunStoreUnavailable
+from bot.slack.approval_requests import SlackRequests
 from bot.slack.blocks import APPROVE, DENY, FEEDBACK
 from bot.slack.delivery import WorkerPool
 from bot.slack.posting import tell
 from bot.slack.principals import Directory
-from bot.slack.runbook_runs import RUN_APPROVE, RUN_DENY, RunDecisions
 from bot.slack.state import SlackState
 
 log = logging.getLogger("opsbot.feedback")
@@ -26,8 +27,7 @@ log = logging.getLogger("opsbot.feedback")
 
 def register(
     app: App,
-    approvals: Approvals,
-    runs: RunDecisions,
+    requests: SlackRequests,
     pool: WorkerPool,
     directory: Directory,
     state: SlackState,
@@ -40,22 +40,30 @@ def register(
         click = _click(body, action)
         if click is None:
             return
-        decider = runs.decide if action["action_id"] in (RUN_APPROVE, RUN_DENY) else approvals.decide
 
         def work() -> None:
             clicker = directory.principal(click.user, click.team, click.channel)
-            decider(click.value, approve, clicker, click.channel, click.message_ts)
+            try:
+                requests.click(click.value, approve, clicker, click.channel, click.message_ts)
+            except (ApprovalsUnavailable, RunStoreUnavailable) as exc:
+                log.error("a click on request %s could not be decided: %s", click.value, exc)
+                tell(
+                    client,
+                    click.channel,
+                    click.user,
+                    "opsbot cannot reach its Redis; nothing was decided. Click again in a minute.",
+                )
 
         if not pool.submit(work):
             busy = "opsbot is busy right now; nothing was decided. Click again in a minute."
             later(lambda: tell(client, click.channel, click.user, busy))
 
-    @app.action(re.compile(f"^({APPROVE}|{RUN_APPROVE})$"))
+    @app.action(APPROVE)
     def on_approve(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
         ack()
         decide(True, body, action, client)
 
-    @app.action(re.compile(f"^({DENY}|{RUN_DENY})$"))
+    @app.action(DENY)
     def on_deny(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
         ack()
         decide(False, body, action, client)

@@ -1,0 +1,26 @@
+"""Approvals: a person deciding on a write command or a runbook step, for every front end.
+
+The service (service.py) stores requests (requests.py) in a store (store.py), applies the one
+rule of who may decide (rules.py), claims each decision once, runs exactly the approved command
+and hands the outcome back to whoever waits. Front ends only show requests and forward clicks.
+"""
+
+from bot.approvals.requests import Claim, Decision, HandBack, Pending, Verdict
+from bot.approvals.service import KEEP_AFTER_EXPIRY_S, Approvals, View, Waiting
+from bot.approvals.store import ApprovalStore, ApprovalsUnavailable, InProcessApprovalStore, RedisApprovalStore
+
+__all__ = [
+    "KEEP_AFTER_EXPIRY_S",
+    "ApprovalStore",
+    "Approvals",
+    "ApprovalsUnavailable",
+    "Claim",
+    "Decision",
+    "HandBack",
+    "InProcessApprovalStore",
+    "Pending",
+    "RedisApprovalStore",
+    "Verdict",
+    "View",
+    "Waiting",
+]

@@ -1,0 +1,63 @@
+"""Who may decide on a request: the one rule, for commands and runbook gates alike.
+
+- Approving: the command's `approvers` (else its `access`) or the gate's `approvers` must allow
+  the person, who may not be the asker unless `self_approval` says so; for a command, everything
+  that decides how it runs must still be what was approved (tools/commands.py `check_approval`:
+  argv, sandbox digest, expiry).
+- Denying: anyone who could approve, and the asker, who may always withdraw their own request.
+- Only people of the teams the front end serves decide (Slack: opsbot's workspace and
+  `slack.allowed_teams`); a front end without teams (the terminal) has one person.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from bot.approvals.requests import Pending
+from config.policy import Access, Policy, Principal
+from tools.base import ToolResult
+from tools.commands import check_approval
+
+OTHER_TEAM = "only members of opsbot's own workspace may decide on its requests"
+
+
+def refusal(
+    policy: Policy, pending: Pending, by: Principal, approve: bool, now: datetime, teams: frozenset[str] | None
+) -> str | None:
+    """Why `by` may not approve (or deny) `pending` now, or None when they may."""
+    if teams is not None and by.team not in teams:
+        return OTHER_TEAM
+    if not approve:
+        return _deny_refusal(policy, pending, by)
+    if pending.command is not None:
+        checked = check_approval(policy, pending.command, by, now)
+        if isinstance(checked, ToolResult):
+            return checked.error.message if checked.error else "it cannot run now"
+        return None
+    assert pending.gate is not None
+    if not pending.gate.approvers.allows(by):
+        return _may_not("approve this step", pending.gate.approvers, by)
+    if not pending.gate.self_approval and by.same_person(pending.requested_by):
+        return "a request cannot be approved by the person who asked for it"
+    return None
+
+
+def _deny_refusal(policy: Policy, pending: Pending, by: Principal) -> str | None:
+    if by.same_person(pending.requested_by):
+        return None  # askers may withdraw
+    deciders = deciders_of(policy, pending)
+    # A command gone from the policy cannot run any more: denying it only says so.
+    return None if deciders is None or deciders.allows(by) else _may_not("deny it", deciders, by)
+
+
+def deciders_of(policy: Policy, pending: Pending) -> Access | None:
+    """Who may decide `pending` (None: its command is gone from the policy)."""
+    if pending.gate is not None:
+        return pending.gate.approvers
+    assert pending.command is not None
+    spec = policy.commands.get(pending.command.command)
+    return spec.deciders if spec is not None else None
+
+
+def _may_not(action: str, access: Access, by: Principal) -> str:
+    return f"you may not {action}: {'; '.join(access.missing(by))}"
