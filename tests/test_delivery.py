@@ -34,7 +34,8 @@ from tests.fakes.model_server import ModelServer
 from tests.fakes.redis_server import RedisServer
 from tests.fakes.slack_api import SlackApi
 from tests.fakes.slack_stack import Stack, stack_settings
-from tests.test_slack import answer_text, answered, echo, settle, until
+from tests.fakes.waiting import until
+from tests.test_slack import answer_text, answered, echo, settle
 
 LEASE_S = 0.6
 Make = Callable[..., Stack]
@@ -91,7 +92,17 @@ def answers_in_order(stack: Stack, pairs: list[tuple[dict[str, Any], dict[str, A
 
     assert stack.slack.wait_for(complete, timeout), {ts: len(stack.answers("C1", ts)) for ts in expected}
     settle(stack)
-    time.sleep(LEASE_S * 2)  # a late duplicate (a replay, a takeover) would show up by now
+
+    def late() -> bool:
+        """A duplicate answer, or a word of trouble, posted after the work was done."""
+        return any(
+            len(stack.answers("C1", ts)) > 2
+            or any("Redis" in m["text"] or "nothing was run" in m["text"] for m in stack.slack.replies("C1", ts))
+            for ts in expected
+        )
+
+    # A late duplicate (a replay, a takeover) would show up within two leases; it ends the wait at once.
+    assert not stack.slack.wait_for(late, LEASE_S * 2), {ts: stack.slack.replies("C1", ts) for ts in expected}
     for ts, asked in expected.items():
         # After Redis lost a thread's memory, opsbot reads the thread again: the question comes last.
         answers = [answer_text(a) for a in stack.answers("C1", ts)]

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 import tools.logs.sources as log_sources
 from config.policy import Access, Command, Policy, Principal, Service
+from tests.fakes.waiting import until
 from tools.base import Registry, ToolResult
 from tools.executor import Executor, RetryPolicy, ToolCall
 from tools.logs import QueryLogsArgs, Readers, query_logs, query_logs_tool, readers_for
@@ -31,7 +32,7 @@ MALLORY = Principal(platform="slack", user="U_MALLORY")
 # The fake reads what to do from files beside it: the environment a sandboxed process gets is
 # the runner's minimal one, so nothing can be passed that way.
 FAKE = """#!{python}
-import json, os, subprocess, sys, time
+import json, os, subprocess, sys
 from pathlib import Path
 here = Path(__file__).resolve().parent
 (here / "argv.json").write_text(json.dumps({{"argv": sys.argv, "ppid": os.getppid(), "env": dict(os.environ)}}))
@@ -44,7 +45,7 @@ if mode == "hang":
     (here / "pids").write_text(f"{{os.getpid()}} {{child.pid}}")
     sys.stdout.write("2026-11-29T03:00:00.000000+00:00 host app[1]: before the hang\\n")
     sys.stdout.flush()
-    time.sleep(60)
+    child.wait()  # as long as its child sleeps: half a minute
 sys.stdout.write((here / "out.txt").read_text() if (here / "out.txt").exists() else "")
 """
 
@@ -326,10 +327,7 @@ def test_a_hanging_journalctl_is_a_timeout_and_killed_with_its_children(
         assert result.status == "timeout" and "killed" in result.error.message, result
         assert time.monotonic() - begun < 5
         pids = [int(p) for p in (fake.parent / "pids").read_text().split()]
-        deadline = time.monotonic() + 2
-        while any(map(_alive, pids)) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not any(map(_alive, pids)), "the fake or its child survived"
+        assert until(lambda: not any(map(_alive, pids)), 2, interval=0.05), "the fake or its child survived"
     finally:
         for pid in pids:
             if _alive(pid):
@@ -450,10 +448,7 @@ def test_a_hanging_log_command_is_a_timeout(tmp_path: Path) -> None:
         result = call(command_service(fake, pod_logs(fake, timeout_s=0.5)))
         assert result.status == "timeout", result
         pids = [int(p) for p in (fake.parent / "pids").read_text().split()]
-        deadline = time.monotonic() + 2
-        while any(map(_alive, pids)) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not any(map(_alive, pids))
+        assert until(lambda: not any(map(_alive, pids)), 2, interval=0.05)
     finally:
         for pid in pids:
             if _alive(pid):

@@ -13,6 +13,7 @@ import pytest
 from config.settings import MemorySettings
 from tests.fakes.checks import assert_well_paired
 from tests.fakes.model_server import Call, Reply, has_tools, script, tool_results
+from tests.fakes.waiting import until
 from tools.base import ErrorType, ToolResult
 
 
@@ -117,16 +118,20 @@ def test_transient_tool_failures_are_retried_with_backoff_then_reported(model_se
 
 def test_a_hung_tool_times_out_and_is_retried(model_server, make_agent):
     calls: list[int] = []
+    release = threading.Event()
 
     def hang() -> str:
         """Hangs."""
         calls.append(1)
-        time.sleep(2)
+        release.wait(10)  # until the test is over
         return "late"
 
     server = model_server(script(Reply(calls=[Call("hang", {})]), Reply(content="timed out")))
     started = time.monotonic()
-    reply = make_agent(server, tools=[hang], tool_timeout_s=0.2, tool_retries=1).run("go", thread="t")
+    try:
+        reply = make_agent(server, tools=[hang], tool_timeout_s=0.2, tool_retries=1).run("go", thread="t")
+    finally:
+        release.set()
     assert time.monotonic() - started < 1.5
     assert len(calls) == 2
     assert tool_results(server.requests[1])[0]["error"]["type"] == "timeout"
@@ -432,9 +437,9 @@ def test_a_second_run_in_the_same_thread_waits_for_the_first(model_server, make_
     agent = make_agent(server)
     replies = []
     threads = [threading.Thread(target=lambda q=q: replies.append(agent.run(q, thread="t"))) for q in ("one", "two")]
-    for t in threads:
-        t.start()
-        time.sleep(0.1)
+    threads[0].start()
+    assert until(lambda: server.requests)  # the first run asks the model only once it holds the thread's lock
+    threads[1].start()
     for t in threads:
         t.join()
     assert [r.stop_reason for r in replies] == ["answered", "answered"]
@@ -477,15 +482,16 @@ def test_the_time_budget_withdraws_tools_and_answers(model_server, make_agent):
 
 def test_parallel_tool_calls_are_bounded(model_server, make_agent):
     running, peak = [0], [0]
-    lock = threading.Lock()
+    changed = threading.Condition()
 
     def probe(n: int) -> str:
         """Counts how many run at once."""
-        with lock:
+        with changed:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
-        time.sleep(0.1)
-        with lock:
+            changed.notify_all()
+            # Stays 0.1 s, time for a call beyond the bound to join it (and to end the wait at once).
+            changed.wait_for(lambda: running[0] > 2, 0.1)
             running[0] -= 1
         return "ok"
 

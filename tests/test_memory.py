@@ -26,6 +26,7 @@ from config.settings import LoopLimits, MemorySettings, Settings
 from tests.fakes.clock import SkippingClock
 from tests.fakes.model_server import Call, ModelServer, Reply, is_summary_request, tool_results
 from tests.fakes.redis_server import RedisServer
+from tests.fakes.waiting import until
 from tools.catalog import ops_tools
 
 
@@ -593,9 +594,17 @@ def test_each_step_costs_one_redis_round_trip(redis_server: RedisServer, model_s
 
 
 def test_a_run_longer_than_the_lock_ttl_keeps_its_lock_while_it_works(model_server, make_agent, memory) -> None:
+    ttl_s = 0.5
+    seen = threading.Event()  # the second run has been turned away: the rest of the run may hurry
+    steps_begun: list[float] = []
+    third_step = threading.Event()
+
     def slow(n: int) -> str:
-        """A slow step."""
-        time.sleep(0.3)
+        """A slow step: each shorter than the lock's ttl, together longer."""
+        steps_begun.append(time.monotonic())
+        if len(steps_begun) == 3:
+            third_step.set()
+        seen.wait(0.3)
         return f"step {n}"
 
     numbers = iter(range(100))
@@ -605,24 +614,30 @@ def test_a_run_longer_than_the_lock_ttl_keeps_its_lock_while_it_works(model_serv
             return Reply(content="done")
         return Reply(calls=[Call("slow", {"n": next(numbers)})])
 
-    settings = MemorySettings(lock_ttl_s=0.5, lock_wait_s=0)
+    settings = MemorySettings(lock_ttl_s=ttl_s, lock_wait_s=0)
     agent = make_agent(model_server(policy), tools=[slow], near_repeat_limit=50, memory_settings=settings)
     first: list[Any] = []
     worker = threading.Thread(target=lambda: first.append(agent.run("long", thread="t")))
     worker.start()
-    time.sleep(0.9)  # past lock_ttl_s: only the per-step refresh keeps the lock
-    second = agent.run("meanwhile", thread="t")
-    worker.join()
+    try:
+        # Two slow steps done since the run took its lock: past lock_ttl_s, only the per-step refresh keeps it.
+        assert third_step.wait(10)
+        assert steps_begun[2] - steps_begun[0] > ttl_s, steps_begun
+        second = agent.run("meanwhile", thread="t")
+    finally:
+        seen.set()
+        worker.join()
     assert first[0].stop_reason == "answered"
     assert second.stop_reason == "busy"
 
 
 def test_reset_waits_for_a_running_turn(model_server, make_agent, memory) -> None:
-    agent = make_agent(model_server(lambda body: Reply(content="slow answer", delay_s=0.5)))
+    server = model_server(lambda body: Reply(content="slow answer", delay_s=0.5))
+    agent = make_agent(server)
     replies: list[Any] = []
     worker = threading.Thread(target=lambda: replies.append(agent.run("question", thread="t")))
     worker.start()
-    time.sleep(0.1)
+    assert until(lambda: server.requests)  # the run asks the model only once it holds the thread's lock
     agent.reset("t")
     worker.join()
     assert replies[0].stop_reason == "answered"

@@ -25,6 +25,7 @@ from bot.redis_client import REDIS_ERRORS, connect
 from bot.runbooks.records import RunRecord
 from bot.runbooks.store import RedisRunStore
 from tests.fakes.redis_server import ClusterSetup, RedisServer, SentinelSetup, free_port
+from tests.fakes.waiting import until
 
 
 def user(text: str) -> Block:
@@ -162,20 +163,20 @@ def test_a_killed_master_is_replaced_and_the_same_client_writes_on_losing_nothin
                     written.append(n)
                 except MemoryUnavailable:
                     refused.append((n, time.monotonic() - started))
-                time.sleep(0.01)
+                stop.wait(0.01)  # a writer's pace: a hundred appends a second at most
 
         writer = threading.Thread(target=write)
         writer.start()
         try:
-            while len(written) < 20:
-                time.sleep(0.01)
+            assert until(lambda: len(written) >= 20, 10), f"the writer is not writing; refused {refused}"
             old = setup.current_master()
             old.stop()
             killed_at, before = time.monotonic(), len(written)
             new = setup.wait_for_new_master(old)
-            while not written[before + 20 :]:
-                assert time.monotonic() - killed_at < 15, f"no write reached the new master; refused {refused}"
-                time.sleep(0.05)
+            left = 15 - (time.monotonic() - killed_at)
+            assert until(lambda: written[before + 20 :], left, interval=0.05), (
+                f"no write reached the new master; refused {refused}"
+            )
         finally:
             stop.set()
             writer.join()

@@ -21,6 +21,7 @@ from bot.commands import NotACommand, parse_command
 from config.check import ConfigError
 from config.policy import Access, Command, Policy, Principal
 from config.settings import SAMPLE_CONFIG, Settings, load_file_config
+from tests.fakes.waiting import until
 from tools.base import Registry, ToolResult
 from tools.catalog import ops_tools
 from tools.commands import ApprovalRequest, CommandBook, run_approved, run_command_tool
@@ -526,9 +527,7 @@ def _kill_leftovers(marker: str) -> None:
 
 
 def _assert_gone(marker: str) -> None:
-    deadline = time.monotonic() + 2
-    while _live_processes_with(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    until(lambda: not _live_processes_with(marker), 2, interval=0.05)
     assert _live_processes_with(marker) == [], "a process started by the command survived"
 
 

@@ -586,10 +586,11 @@ def test_a_double_click_on_a_command_runs_it_once(
 ) -> None:
     real = run_approved
     runs: list[str] = []
+    turned_away = threading.Event()
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         runs.append("ran")
-        time.sleep(0.1)  # the other click arrives while this one runs
+        assert turned_away.wait(10), "the other click was decided while this one ran"
         return real(*args, **kwargs)
 
     monkeypatch.setattr(approvals_module, "run_approved", counted)
@@ -605,12 +606,14 @@ def test_a_double_click_on_a_command_runs_it_once(
             results.append(click(engine, run.id, True, BOB))
         except NotDecided as exc:
             results.append(exc)
+            turned_away.set()
 
     # Two threads of one engine (one process), then of two engines (two processes).
     for pair in ([engines[0], engines[0]], engines):
         if pair is engines:
             runs.clear()
             results.clear()
+            turned_away.clear()
             run = engines[0].start("service-erroring", SEEN, {}, requested_by=ALICE)
             click(engines[1], run.id, True, BOB)
         threads = [threading.Thread(target=clicking, args=(engine,)) for engine in pair]
@@ -822,8 +825,8 @@ def test_a_changed_runbook_is_not_continued(store: RunStore, sample: Settings, p
 # ---------------------------------------------------------------- the stores
 
 
-def record(run_id: str, status: str = "running") -> RunRecord:
-    now = datetime.now(UTC)
+def record(run_id: str, status: str = "running", ms_later: int = 0) -> RunRecord:
+    now = datetime.now(UTC) + timedelta(milliseconds=ms_later)
     return RunRecord.model_validate(
         {
             "id": run_id,
@@ -861,8 +864,7 @@ def test_store_leases_belong_to_their_holder(store: RunStore) -> None:
 
 def test_store_lists_unfinished_runs_oldest_first(store: RunStore) -> None:
     for n, status in enumerate(["running", "succeeded", "waiting", "failed", "cancelled"]):
-        store.create(record(f"u{n}", status))
-        time.sleep(0.002)
+        store.create(record(f"u{n}", status, ms_later=n))
     assert store.unfinished() == ["u0", "u2"]
     done = store.load("u0")
     assert done is not None
@@ -871,9 +873,12 @@ def test_store_lists_unfinished_runs_oldest_first(store: RunStore) -> None:
 
 
 def test_records_expire(redis_server: RedisServer) -> None:
-    memory = InProcessRunStore(ttl_s=0.05)
+    now = [0.0]
+    memory = InProcessRunStore(ttl_s=60, clock=lambda: now[0])
     memory.create(record("e1"))
-    time.sleep(0.06)
+    now[0] = 59.9
+    assert memory.load("e1") is not None
+    now[0] = 60.0
     assert memory.load("e1") is None and memory.unfinished() == [] and memory.create(record("e1"))
 
     redis_server.flush()

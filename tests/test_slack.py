@@ -8,6 +8,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Call, Reply, has_tools, script
 from tests.fakes.slack_api import SlackApi
 from tests.fakes.slack_stack import SECRET, Stack, stack_settings
+from tests.fakes.waiting import until
 
 Make = Callable[..., Stack]
 
@@ -70,16 +72,6 @@ def answered(stack: Stack, channel: str, thread_ts: str, count: int = 1, timeout
     )
     settle(stack)
     return stack.answers(channel, thread_ts)
-
-
-def until(condition: Callable[[], object], timeout: float = 5) -> bool:
-    """Poll for what the fake Slack API is not told about (the model server's requests)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def settle(stack: Stack) -> None:
@@ -599,12 +591,12 @@ def test_a_denied_command_does_not_run_and_the_model_is_told(make_stack, sample)
 
 
 def test_an_expired_request_refuses_approval(make_stack, sample) -> None:
-    stack = make_stack(restart_then_echo(), policy=approvers_policy(sample.policy, ttl_s=0.5))
+    stack = make_stack(restart_then_echo(), policy=approvers_policy(sample.policy, ttl_s=60))
     mention = payloads.app_mention("<@UBOT> restart checkout")
     stack.event(mention)
     message = approval_message(stack, "C1", mention["ts"])
     answered(stack, "C1", mention["ts"])
-    time.sleep(0.6)
+    stack.built.conversation.approvals.clock = lambda: datetime.now(UTC) + timedelta(seconds=60)
     stack.click("opsbot_approve", request_id(message), user="U2", message_ts=message["ts"])
     assert stack.slack.wait_for(lambda: stack.slack.ephemerals("C1"), 5)
     assert "expired" in stack.slack.ephemerals("C1")[0]["text"]

@@ -29,6 +29,7 @@ from tests.fakes.redis_server import RedisServer
 from tests.fakes.serve_process import ServeProcess, run_cli, serving
 from tests.fakes.slack_api import Message, SlackApi
 from tests.fakes.slack_stack import settled
+from tests.fakes.waiting import until
 
 TOKEN = "xoxb-test"
 SECRET = "test-signing-secret"
@@ -291,7 +292,7 @@ def test_a_process_killed_after_its_acks_loses_nothing_and_another_takes_over_wi
             for message in [*mentions, *replies]:
                 body = json.dumps(payloads.event_callback(message))
                 assert doomed.post(EVENTS, body, payloads.signed_headers(SECRET, body))[0] == 200
-            assert until(lambda: len(model.requests) >= 5)  # the first five runs are under way
+            assert until(lambda: len(model.requests) >= 5, 10)  # the first five runs are under way
             doomed.kill()
             killed = time.monotonic()
 
@@ -308,15 +309,6 @@ def test_a_process_killed_after_its_acks_loses_nothing_and_another_takes_over_wi
             # thread's two one-second answers follow: nothing waits for the 300 s memory lock.
             assert took < lease_s * 4 / 3 + 2 * 1.0 + 3.0, took
             assert survivor.get("/healthz")[0] == 200
-
-
-def until(condition: Callable[[], object], timeout: float = 10) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 # Bodies: each one is checked before anything parses it, and none gets a 500.
@@ -452,12 +444,14 @@ def test_any_bytes_as_a_body_get_an_answer_below_500(
 
 def wait_for_status(process: ServeProcess, status: int, timeout: float = 10) -> int:
     """/healthz's status once it is `status`, else the last one seen after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        seen = process.get("/healthz")[0]
-        if seen == status or time.monotonic() > deadline:
-            return seen
-        time.sleep(0.1)
+    seen: list[int] = []
+
+    def is_status() -> bool:
+        seen.append(process.get("/healthz")[0])
+        return seen[-1] == status
+
+    until(is_status, timeout, interval=0.1)
+    return seen[-1]
 
 
 def test_healthz_follows_redis_and_says_it_keeps_nothing(own_redis: RedisServer) -> None:
@@ -470,7 +464,12 @@ def test_healthz_follows_redis_and_says_it_keeps_nothing(own_redis: RedisServer)
 
         own_redis.stop()
         assert wait_for_status(process, 503) == 503
-        time.sleep(1.5)  # the janitor and the alert worker meet the outage
+
+        def repeated() -> bool:
+            return process.output().count("Redis is unreachable") > 2
+
+        # The janitor and the alert worker meet the outage and keep meeting it: a line per try would show.
+        assert not until(repeated, 1.5, interval=0.05), process.output()
         own_redis.start()  # the same port: the process reconnects by itself
         assert wait_for_status(process, 200) == 200
         output = process.output()

@@ -328,19 +328,25 @@ def test_a_ceiling_cuts_a_tools_own_longer_timeout() -> None:
 
 
 def test_run_many_runs_concurrently_and_keeps_call_order() -> None:
-    def nap(seconds: float, tag: str) -> str:
-        """Sleeps."""
-        time.sleep(seconds)
-        return tag
+    together = threading.Barrier(4, timeout=5)  # broken, and every call failed, unless all four run at once
+    finished: list[str] = []
+    done = [threading.Event() for _ in range(4)]
+
+    def nap(n: int) -> str:
+        """Waits for the others."""
+        together.wait()
+        if n + 1 < len(done):
+            done[n + 1].wait(5)  # each call ends after the next one: the first call finishes last
+        finished.append(f"t{n}")
+        done[n].set()
+        return f"t{n}"
 
     executor = executor_for(nap, max_parallel=4)
-    # The first call finishes last: order must follow the calls, not completion.
-    calls = [ToolCall(f"c{i}", "nap", json.dumps({"seconds": 0.3 + (3 - i) * 0.05, "tag": f"t{i}"})) for i in range(4)]
-    begun = time.monotonic()
+    # Order must follow the calls, not completion.
+    calls = [ToolCall(f"c{i}", "nap", json.dumps({"n": i})) for i in range(4)]
     outcomes = executor.run_many(calls)
-    elapsed = time.monotonic() - begun
 
-    assert elapsed < 0.9, f"4 x 0.3 s calls took {elapsed:.2f} s: not concurrent"
+    assert finished == ["t3", "t2", "t1", "t0"], [o.result for o in outcomes]
     assert [o.call.id for o in outcomes] == ["c0", "c1", "c2", "c3"]
     assert [o.result.data for o in outcomes] == ["t0", "t1", "t2", "t3"]
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -210,15 +211,16 @@ class InProcessRunStore:
     """The same behaviour in one process: records kept as JSON, so what comes back is a copy
     that went through the same validation as a record read from Redis."""
 
-    def __init__(self, ttl_s: float = DEFAULT_TTL_S) -> None:
+    def __init__(self, ttl_s: float = DEFAULT_TTL_S, clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl_s = ttl_s
+        self._clock = clock  # records and leases expire by it
         self._records: dict[str, _Stored] = {}
         self._leases: dict[str, tuple[str, float]] = {}
         self._lock = threading.Lock()
 
     def _live(self, run_id: str) -> _Stored | None:
         stored = self._records.get(run_id)
-        if stored is not None and stored.expires_at <= time.time():
+        if stored is not None and stored.expires_at <= self._clock():
             del self._records[run_id]
             return None
         return stored
@@ -229,7 +231,7 @@ class InProcessRunStore:
             record.version,
             record.status in UNFINISHED,
             record.created_at.timestamp(),
-            time.time() + self.ttl_s,
+            self._clock() + self.ttl_s,
         )
 
     def create(self, record: RunRecord) -> bool:
@@ -254,7 +256,7 @@ class InProcessRunStore:
 
     def _holder(self, run_id: str) -> str | None:
         held = self._leases.get(run_id)
-        if held is None or held[1] <= time.monotonic():
+        if held is None or held[1] <= self._clock():
             self._leases.pop(run_id, None)
             return None
         return held[0]
@@ -263,14 +265,14 @@ class InProcessRunStore:
         with self._lock:
             if self._holder(run_id) is not None:
                 return False
-            self._leases[run_id] = (owner, time.monotonic() + ttl_s)
+            self._leases[run_id] = (owner, self._clock() + ttl_s)
             return True
 
     def renew(self, run_id: str, owner: str, ttl_s: float) -> bool:
         with self._lock:
             if self._holder(run_id) != owner:
                 return False
-            self._leases[run_id] = (owner, time.monotonic() + ttl_s)
+            self._leases[run_id] = (owner, self._clock() + ttl_s)
             return True
 
     def release(self, run_id: str, owner: str) -> None:

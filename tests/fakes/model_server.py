@@ -124,6 +124,8 @@ class ModelServer:
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._counter = 0
+        # Set on __exit__: a reply still being delayed goes out at once, so the server stops promptly.
+        self._closing = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -137,7 +139,7 @@ class ModelServer:
                 refusal = openai_ordering_error(body.get("messages", [])) if server.check_ordering else None
                 reply = Reply(status=400, error=refusal) if refusal else server.policy(body)
                 if reply.delay_s:
-                    time.sleep(reply.delay_s)
+                    server._closing.wait(reply.delay_s)  # a slow model, but no slower than the test lasts
                 if reply.status != 200:
                     payload = reply.error or {"error": {"message": f"scripted {reply.status}", "type": "scripted"}}
                     self._send(reply.status, payload, reply.headers)
@@ -168,7 +170,7 @@ class ModelServer:
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
                     if reply.chunk_delay_s:
-                        time.sleep(reply.chunk_delay_s)
+                        server._closing.wait(reply.chunk_delay_s)
                 self.wfile.write(b"data: [DONE]\n\n")
 
             def log_message(self, *args: Any) -> None:
@@ -188,6 +190,7 @@ class ModelServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._closing.set()
         self._http.shutdown()
         self._http.server_close()
 

@@ -13,12 +13,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import redis
+
+from tests.fakes.waiting import until
 
 SENTINEL_SERVICE = "opsbot"
 # A key outside opsbot's prefixes, written and deleted to see replication flow.
@@ -39,16 +40,8 @@ def _binary(name: str) -> str:
 
 
 def _wait_for(what: str, check: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            if check():
-                return
-        except redis.RedisError:
-            pass
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: not within {timeout_s:.0f} s")
-        time.sleep(0.02)
+    if not until(check, timeout_s, interval=0.02, ignore=(redis.RedisError,)):
+        raise TimeoutError(f"{what}: not within {timeout_s:.0f} s")
 
 
 class RedisServer:

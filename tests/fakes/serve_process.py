@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from typing import IO
 
 from config.settings import SAMPLE_CONFIG
 from tests.fakes.redis_server import free_port
+from tests.fakes.waiting import until
 
 ROOT = Path(__file__).resolve().parents[2]
 _SCRUBBED = ("SLACK_", "OPENAI_", "REDIS_", "OPSBOT_")
@@ -114,18 +114,17 @@ class ServeProcess:
         )
 
     def wait_until_serving(self) -> None:
-        assert self.process is not None, "launch() first"
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                self._fail(f"opsbot exited with code {self.process.returncode} before serving")
-            try:
-                if self.get("/healthz", timeout=1)[0] == 200:
-                    return
-            except OSError:
-                pass  # not listening yet
-            time.sleep(0.05)
-        self._fail(f"/healthz did not answer 200 within {STARTUP_TIMEOUT_S:.0f} s")
+        process = self.process
+        assert process is not None, "launch() first"
+
+        def healthy() -> bool:
+            if process.poll() is not None:
+                self._fail(f"opsbot exited with code {process.returncode} before serving")
+            return self.get("/healthz", timeout=1)[0] == 200
+
+        # OSError: not listening yet.
+        if not until(healthy, STARTUP_TIMEOUT_S, interval=0.05, ignore=(OSError,)):
+            self._fail(f"/healthz did not answer 200 within {STARTUP_TIMEOUT_S:.0f} s")
 
     def terminate(self) -> None:
         """SIGTERM (what a platform sends on deploy), once: a second would cut short the shutdown

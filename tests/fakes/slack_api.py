@@ -405,7 +405,7 @@ class SlackApi:
             self._changed.notify_all()
             delay = self._delays.get(method, 0.0)
         if delay:
-            time.sleep(delay)  # outside the lock, so other calls go on meanwhile
+            self._closing.wait(delay)  # outside the lock, so other calls go on meanwhile; cut short by close()
         with self._changed:
             try:
                 status, answer, extra, hold_s = self._answer(method, args, headers, parse_error)

@@ -7,7 +7,6 @@ Mode adapters take, so signature checks, acks and listener matching are Bolt's o
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +24,7 @@ from config.settings import AlertSettings, LoopLimits, MemorySettings, Settings,
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import ModelServer
 from tests.fakes.slack_api import SlackApi
+from tests.fakes.waiting import until
 from tools.catalog import ops_tools
 
 SECRET = "test-signing-secret"
@@ -125,12 +125,7 @@ class Stack:
         """Wait until nothing is left to do: no job queued, in flight or being drained and no alert
         queued or being handled (by any process on this Redis), and no worker here busy. A post
         not made by then is one nobody is making."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self._work_in_redis() and self.built.pool.idle():
-                return True
-            time.sleep(0.01)
-        return False
+        return until(lambda: not self._work_in_redis() and self.built.pool.idle(), timeout)
 
     def _work_in_redis(self) -> bool:
         return work_in_redis(self.built.state.redis, self.built.state.prefix, self.built.alerts.queue.base)
@@ -155,12 +150,7 @@ def settled(redis_url: str, timeout: float = 15) -> bool:
     `opsbot serve` processes. Their listeners queue each job before the ack, so an answer not
     posted by then is none at all."""
     client = redis.Redis.from_url(redis_url, decode_responses=True)
-    deadline = time.monotonic() + timeout
     try:
-        while work_in_redis(client):
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.02)
-        return True
+        return until(lambda: not work_in_redis(client), timeout, interval=0.02)
     finally:
         client.close()
