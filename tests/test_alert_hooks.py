@@ -41,6 +41,7 @@ from bot.alerts import (
 from bot.alerts.alertmanager import MAX_ALERTS
 from bot.alerts.models import MAX_ANNOTATION_CHARS, MAX_LABEL_VALUE_CHARS, MAX_LABELS
 from bot.alerts.queue import AlertQueue
+from tests.fakes.mutations import one_value_swapped
 from tests.fakes.redis_server import RedisServer, free_port
 
 FIXTURES = Path(__file__).parent / "fixtures" / "alerts"
@@ -624,17 +625,7 @@ SHAPES = [document(p.stem) for p in sorted(FIXTURES.glob("*.json"))]
 @st.composite
 def near_valid(draw: st.DrawFn) -> Any:
     """A real payload with one value somewhere swapped for arbitrary JSON, to reach the deep checks."""
-    doc = json.loads(json.dumps(draw(st.sampled_from(SHAPES))))
-    node: Any = doc
-    while isinstance(node, (dict, list)) and node and draw(st.booleans()):
-        keys = list(node) if isinstance(node, dict) else list(range(len(node)))
-        key = draw(st.sampled_from(keys))
-        child = node[key]
-        if not isinstance(child, (dict, list)) or not child or draw(st.booleans()):
-            node[key] = draw(json_values)
-            break
-        node = child
-    return doc
+    return one_value_swapped(draw, draw(st.sampled_from(SHAPES)), json_values)
 
 
 bodies = (

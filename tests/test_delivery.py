@@ -33,7 +33,7 @@ from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import ModelServer
 from tests.fakes.redis_server import RedisServer
 from tests.fakes.slack_api import SlackApi
-from tests.fakes.slack_stack import Stack, stack_settings
+from tests.fakes.slack_stack import Stack, Stacks, stack_settings
 from tests.fakes.waiting import until
 from tests.test_slack import answer_text, answered, echo, settle
 
@@ -43,7 +43,7 @@ Make = Callable[..., Stack]
 
 @pytest.fixture
 def make_stack(model_server: Callable[..., ModelServer], sample: Any) -> Iterator[Make]:
-    made: list[tuple[Stack, SlackApi]] = []
+    stacks = Stacks()
 
     def make(redis: RedisServer, model: Any, **slack_settings: Any) -> Stack:
         slack = SlackApi()
@@ -51,14 +51,10 @@ def make_stack(model_server: Callable[..., ModelServer], sample: Any) -> Iterato
         settings = stack_settings(
             slack, redis.url, sample.policy, server, **{"drain_lease_s": LEASE_S, **slack_settings}
         )
-        stack = Stack(slack, settings, server)
-        made.append((stack, slack))
-        return stack
+        return stacks.start(slack, settings, server)
 
     yield make
-    for stack, slack in made:
-        stack.close()
-        slack.close()
+    stacks.close()
 
 
 @pytest.fixture

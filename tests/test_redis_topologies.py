@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -22,9 +21,9 @@ from bot.memory import MemoryUnavailable
 from bot.memory_redis import RedisMemory
 from bot.messages import Block, Message
 from bot.redis_client import REDIS_ERRORS, connect
-from bot.runbooks.records import RunRecord
 from bot.runbooks.store import RedisRunStore
 from tests.fakes.redis_server import ClusterSetup, RedisServer, SentinelSetup, free_port
+from tests.fakes.runs import run_record
 from tests.fakes.waiting import until
 
 
@@ -68,28 +67,12 @@ def test_a_threads_keys_share_one_slot_and_threads_spread_over_the_masters(redis
             pipe.execute()
 
 
-def record(run_id: str, status: str = "running", version: int = 0) -> RunRecord:
-    now = datetime.now(UTC)
-    return RunRecord.model_validate(
-        {
-            "id": run_id,
-            "runbook": "x",
-            "params": {},
-            "status": status,
-            "steps": [],
-            "created_at": now,
-            "updated_at": now,
-            "version": version,
-        }
-    )
-
-
 def test_the_runbook_run_store_works_on_a_cluster(redis_cluster: ClusterSetup) -> None:
     store = RedisRunStore(cluster_client(redis_cluster))
-    assert store.create(record("r1")) and store.create(record("r2"))
-    assert not store.create(record("r1")), "an existing id is refused"
-    assert store.save(record("r1", "succeeded", version=1))
-    assert not store.save(record("r1", "succeeded", version=1)), "a stale version is refused"
+    assert store.create(run_record("r1")) and store.create(run_record("r2"))
+    assert not store.create(run_record("r1")), "an existing id is refused"
+    assert store.save(run_record("r1", "succeeded", version=1))
+    assert not store.save(run_record("r1", "succeeded", version=1)), "a stale version is refused"
     assert store.unfinished() == ["r2"]
     assert store.lease("r2", "me", 10) and not store.lease("r2", "you", 10)
     assert store.renew("r2", "me", 10) and not store.renew("r2", "you", 10)

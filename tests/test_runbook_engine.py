@@ -41,6 +41,7 @@ from bot.runbooks import (
 from config.policy import Access, Condition, Policy, Principal, Runbook
 from config.settings import Settings
 from tests.fakes.redis_server import RedisServer, free_port
+from tests.fakes.runs import run_record
 from tools.base import Registry, Tool, from_function
 from tools.catalog import ops_tools
 from tools.commands import run_approved
@@ -825,29 +826,14 @@ def test_a_changed_runbook_is_not_continued(store: RunStore, sample: Settings, p
 # ---------------------------------------------------------------- the stores
 
 
-def record(run_id: str, status: str = "running", ms_later: int = 0) -> RunRecord:
-    now = datetime.now(UTC) + timedelta(milliseconds=ms_later)
-    return RunRecord.model_validate(
-        {
-            "id": run_id,
-            "runbook": "x",
-            "params": {},
-            "status": status,
-            "steps": [],
-            "created_at": now,
-            "updated_at": now,
-        }
-    )
-
-
 def test_store_create_is_once_and_save_refuses_a_stale_copy(store: RunStore) -> None:
-    first = record("s1")
-    assert store.create(first) and not store.create(record("s1", "failed"))
+    first = run_record("s1")
+    assert store.create(first) and not store.create(run_record("s1", "failed"))
     assert store.load("s1") == first and store.load("nope") is None
     newer = first.model_copy(update={"version": 1, "status": "waiting"})
     assert store.save(newer)
     assert not store.save(first.model_copy(update={"version": 1, "status": "failed"}))  # from the same old copy
-    assert not store.save(record("never-created").model_copy(update={"version": 1}))
+    assert not store.save(run_record("never-created").model_copy(update={"version": 1}))
     assert store.load("s1") == newer
 
 
@@ -864,7 +850,7 @@ def test_store_leases_belong_to_their_holder(store: RunStore) -> None:
 
 def test_store_lists_unfinished_runs_oldest_first(store: RunStore) -> None:
     for n, status in enumerate(["running", "succeeded", "waiting", "failed", "cancelled"]):
-        store.create(record(f"u{n}", status, ms_later=n))
+        store.create(run_record(f"u{n}", status, ms_later=n))
     assert store.unfinished() == ["u0", "u2"]
     done = store.load("u0")
     assert done is not None
@@ -875,15 +861,15 @@ def test_store_lists_unfinished_runs_oldest_first(store: RunStore) -> None:
 def test_records_expire(redis_server: RedisServer) -> None:
     now = [0.0]
     memory = InProcessRunStore(ttl_s=60, clock=lambda: now[0])
-    memory.create(record("e1"))
+    memory.create(run_record("e1"))
     now[0] = 59.9
     assert memory.load("e1") is not None
     now[0] = 60.0
-    assert memory.load("e1") is None and memory.unfinished() == [] and memory.create(record("e1"))
+    assert memory.load("e1") is None and memory.unfinished() == [] and memory.create(run_record("e1"))
 
     redis_server.flush()
     redis_store = RedisRunStore(redis_server.url, prefix="t", ttl_s=3600)
-    redis_store.create(record("e1"))
+    redis_store.create(run_record("e1"))
     client = redis_store._redis
     assert 3590 < client.ttl("{t}:run:e1") <= 3600 and 3590 < client.ttl("{t}:unfinished") <= 3600
     client.delete("{t}:run:e1")  # as when it expires
@@ -896,7 +882,7 @@ def test_redis_errors_are_run_store_unavailable() -> None:
     with pytest.raises(RunStoreUnavailable, match="cannot use the runbook run store"):
         dead.load("x")
     with pytest.raises(RunStoreUnavailable):
-        dead.create(record("x"))
+        dead.create(run_record("x"))
 
 
 # ---------------------------------------------------------------- templates and conditions

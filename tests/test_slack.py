@@ -24,7 +24,7 @@ from config.settings import MemorySettings
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Call, Reply, has_tools, script
 from tests.fakes.slack_api import SlackApi
-from tests.fakes.slack_stack import SECRET, Stack, stack_settings
+from tests.fakes.slack_stack import SECRET, Stack, Stacks, stack_settings
 from tests.fakes.waiting import until
 
 Make = Callable[..., Stack]
@@ -32,7 +32,7 @@ Make = Callable[..., Stack]
 
 @pytest.fixture
 def make_stack(redis_server, model_server, sample) -> Iterator[Make]:
-    made: list[tuple[Stack, SlackApi]] = []
+    stacks = Stacks()
 
     def make(
         model: Any = None,
@@ -45,14 +45,10 @@ def make_stack(redis_server, model_server, sample) -> Iterator[Make]:
         slack = SlackApi(groups=groups)
         server = model_server(model) if model is not None else None
         settings = stack_settings(slack, redis_server.url, policy or sample.policy, server, memory, **slack_settings)
-        stack = Stack(slack, settings, server)
-        made.append((stack, slack))
-        return stack
+        return stacks.start(slack, settings, server)
 
     yield make
-    for stack, slack in made:
-        stack.close()
-        slack.close()
+    stacks.close()
 
 
 def echo(delay_s: float = 0.0) -> Callable[[dict[str, Any]], Reply]:

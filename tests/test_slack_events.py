@@ -30,6 +30,7 @@ from slack_sdk import WebClient
 
 from bot.web import SlackEvents
 from tests.fakes import slack_payloads as payloads
+from tests.fakes.mutations import one_value_swapped
 from tests.fakes.slack_api import SlackApi
 
 SECRET = "test-signing-secret"
@@ -278,17 +279,7 @@ SHAPES: list[tuple[str, dict[str, Any]]] = [
 def near_valid(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     """A real payload with one value somewhere swapped for arbitrary JSON."""
     content_type, shape = draw(st.sampled_from(SHAPES))
-    doc = json.loads(json.dumps(shape))
-    node: Any = doc
-    while isinstance(node, (dict, list)) and node and draw(st.booleans()):
-        keys = list(node) if isinstance(node, dict) else list(range(len(node)))
-        key = draw(st.sampled_from(keys))
-        child = node[key]
-        if not isinstance(child, (dict, list)) or not child or draw(st.booleans()):
-            node[key] = draw(json_values)
-            break
-        node = child
-    return content_type, doc
+    return content_type, one_value_swapped(draw, shape, json_values)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -19,7 +19,7 @@ from config.settings import AlertSettings
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Reply
 from tests.fakes.slack_api import SlackApi
-from tests.fakes.slack_stack import Stack, stack_settings
+from tests.fakes.slack_stack import Stack, Stacks, stack_settings
 
 FIXTURES = Path(__file__).parent / "fixtures" / "alerts"
 Make = Callable[..., Stack]
@@ -37,7 +37,7 @@ def explaining(body: dict[str, Any]) -> Reply:
 
 @pytest.fixture
 def make_stack(redis_server, model_server, sample) -> Iterator[Make]:
-    made: list[tuple[Stack, SlackApi]] = []
+    stacks = Stacks()
 
     def make(
         policy: Policy | None = None, model: bool = True, alerts: AlertSettings | None = None, **slack_settings: Any
@@ -48,14 +48,10 @@ def make_stack(redis_server, model_server, sample) -> Iterator[Make]:
         settings = stack_settings(
             slack, redis_server.url, policy or sample.policy, server, alerts=alerts, **slack_settings
         )
-        stack = Stack(slack, settings, server)
-        made.append((stack, slack))
-        return stack
+        return stacks.start(slack, settings, server)
 
     yield make
-    for stack, slack in made:
-        stack.close()
-        slack.close()
+    stacks.close()
 
 
 def deliver(stack: Stack, alert: Alert) -> None:

@@ -131,6 +131,23 @@ class Stack:
         return work_in_redis(self.built.state.redis, self.built.state.prefix, self.built.alerts.queue.base)
 
 
+class Stacks:
+    """The stacks one test starts, each on its own fake Slack, all closed when the test ends."""
+
+    def __init__(self) -> None:
+        self.made: list[Stack] = []
+
+    def start(self, slack: SlackApi, settings: Settings, model: ModelServer | None) -> Stack:
+        stack = Stack(slack, settings, model)
+        self.made.append(stack)
+        return stack
+
+    def close(self) -> None:
+        for stack in self.made:
+            stack.close()
+            stack.slack.close()
+
+
 def work_in_redis(
     client: RedisClient,
     slack_prefix: str = "opsbot:slack",
