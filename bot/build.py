@@ -5,7 +5,6 @@ from __future__ import annotations
 from bot.llm import ModelClient, Protocol
 from bot.loop import Agent
 from bot.memory import InProcessMemory, Memory
-from bot.memory_redis import RedisMemory
 from config.settings import Settings
 from tools.base import Registry
 from tools.catalog import ops_tools
@@ -30,6 +29,9 @@ def build_model(settings: Settings) -> ModelClient | None:
 
 def build_memory(settings: Settings) -> Memory:
     if settings.redis_url:
+        # Only here: redis-py is a tenth of a second of imports a terminal without Redis never needs.
+        from bot.memory_redis import RedisMemory
+
         return RedisMemory(settings.redis_url, ttl_s=settings.memory.ttl_s)
     return InProcessMemory(ttl_s=settings.memory.ttl_s)
 

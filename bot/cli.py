@@ -19,6 +19,7 @@ from bot.local_approvals import TerminalApprovals
 from bot.loop import Agent
 from bot.prompts import UNCHECKED, no_model_text
 from bot.reply import Progress, Reply, Step
+from bot.version import VERSION
 from config.check import ConfigError
 from config.policy import Principal
 from config.runbooks import load_runbooks
@@ -105,6 +106,7 @@ def _args(args: Any) -> str:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(VERSION, "--version", prog_name="opsbot", message="%(prog)s %(version)s")
 @click.option(
     "--config",
     "config_path",
@@ -259,7 +261,7 @@ def serve(ctx: click.Context, http: bool, port: int) -> None:
 
     def started(slack: SlackApp) -> None:
         where = f"HTTP on port {port}" if http else "Socket Mode"
-        click.secho(f"opsbot serving Slack as {slack.identity.user_id} ({where})", err=True)
+        click.secho(f"opsbot {VERSION} serving Slack as {slack.identity.user_id} ({where})", err=True)
 
     try:
         serve_slack(settings, http, port, started)

@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import SplitResult, unquote, urlsplit
 
-from redis import ConnectionPool
-
 SERVER_SCHEMES = ("redis", "rediss", "unix")
 SENTINEL_SCHEME = "redis+sentinel"
 CLUSTER_SCHEME = "redis+cluster"
@@ -92,6 +90,10 @@ def _server(url: str, scheme: str) -> RedisTarget:
         db = unquote(parts.path).strip("/")
         if db and not db.isdigit():
             raise _fail(scheme, f"ends in {parts.path!r}, which is not a database number", "end it with the number")
+    # Imported here, when a URL is checked: redis-py takes a tenth of a second to import, which
+    # every command that needs no Redis (check-config, direct commands, the terminal) would pay.
+    from redis import ConnectionPool
+
     try:
         # A connection object as redis-py makes it from the URL (no socket yet): an option after `?`
         # it does not know, or cannot read, fails here rather than at the first command.

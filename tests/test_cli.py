@@ -324,3 +324,35 @@ def test_a_cut_answer_streams_once_and_ends_with_the_cut_note(tmp_path: Path, wi
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("payments times out") == 1, done.stdout
     assert done.stdout.endswith(f"payments times out{CUT_ANSWER}\n")
+
+
+# ---------------------------------------------------------------- starting fast, saying its version
+
+# What a direct command never needs: each takes tens of milliseconds to a second to import.
+HEAVY = ("openai", "redis", "slack_bolt", "slack_sdk", "waitress", "opentelemetry", "httpx")
+
+
+def test_a_direct_command_imports_no_model_slack_or_redis_client(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "bot", "ask", "services"],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    imported = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in done.stderr.splitlines() if "|" in line}
+    assert "checkout" in done.stdout and "bot" in imported
+    assert imported.isdisjoint(HEAVY), sorted(imported & set(HEAVY))
+
+
+def test_version_is_the_installed_distributions() -> None:
+    from importlib.metadata import version
+
+    from click.testing import CliRunner
+
+    from bot.cli import main
+
+    done = CliRunner().invoke(main, ["--version"])
+    assert done.exit_code == 0 and done.output == f"opsbot {version('opsbot')}\n"

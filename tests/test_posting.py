@@ -1,6 +1,6 @@
 """`post_once` posts every message exactly once when Slack is slow or failing, and never drops one.
 
-Through the WebClient production builds (`web_client`: only `RateLimitErrorRetryHandler`) against
+Through the WebClient as production configures it (`configure_client`: only `RateLimitErrorRetryHandler`) against
 the fake Slack Web API over real HTTP. The client's timeout is cut to a fraction of a second, so a
 post Slack answers late costs that much real time; every wait of `post_once` itself is virtual
 (`VirtualTime`), shared with the fake, so a message Slack shows 15 s late shows 15 virtual seconds
@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from slack_sdk import WebClient
 
-from bot.slack.app import web_client
+from bot.slack.app import configure_client
 from bot.slack.posting import Pacing, PostFailed, marker, post_once, post_or_log
 from config.settings import Settings
 from tests.fakes.slack_api import Message, SlackApi
@@ -68,7 +68,7 @@ class World:
 
 
 def production_client(slack: SlackApi, timeout_s: float) -> WebClient:
-    client = web_client(Settings(slack_bot_token=TOKEN, slack_api_url=slack.base_url))
+    client = configure_client(WebClient(token=TOKEN), Settings(slack_api_url=slack.base_url))
     client.timeout = timeout_s  # type: ignore[assignment]  # the SDK types it int; urllib takes any number
     return client
 

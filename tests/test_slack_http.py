@@ -23,6 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.version import VERSION
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Call, ModelServer, Reply, is_summary_request, tool_results
 from tests.fakes.redis_server import RedisServer
@@ -123,6 +124,15 @@ def served(redis_server: RedisServer) -> Iterator[Served]:
             served = Served(process, slack, model, redis_server.url)
             yield served
             assert not slack.errors, slack.errors[0]
+
+
+def test_startup_says_its_version_and_what_it_serves_and_nothing_stray(served: Served) -> None:
+    """SLACK_BOT_TOKEN is in the environment, as in every deployment: Bolt must not warn about it."""
+    lines = served.process.output().splitlines()
+    serving = next(n for n, line in enumerate(lines) if " serving Slack as " in line)
+    assert lines[serving].startswith(f"opsbot {VERSION} serving Slack as UBOT (HTTP on port {served.process.port})")
+    before = [line for line in lines[:serving] if not line.startswith("Redis persistence: none")]
+    assert before == [], before  # the one warning is the operator's: this Redis keeps nothing
 
 
 # Events.

@@ -9,10 +9,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from bot.approvals.requests import Claim, Pending
-from bot.redis_client import REDIS_ERRORS, RedisClient, connect, describe_client
+
+if TYPE_CHECKING:
+    from bot.redis_client import RedisClient
 
 T = TypeVar("T")
 
@@ -65,6 +67,9 @@ def _alive(table: dict[str, tuple[float, T]], key: str, now: float) -> T | None:
 
 class RedisApprovalStore:
     def __init__(self, redis: RedisClient | str, prefix: str = "opsbot:approval") -> None:
+        # redis-py only where Redis is used: the terminal's in-process store never imports it.
+        from bot.redis_client import connect
+
         self._redis = connect(redis) if isinstance(redis, str) else redis
         self.prefix = prefix
 
@@ -88,6 +93,8 @@ class RedisApprovalStore:
         return f"{self.prefix}:{{{request_id}}}"
 
     def _call(self, func: Callable[[], Any]) -> Any:
+        from bot.redis_client import REDIS_ERRORS, describe_client
+
         try:
             return func()
         except REDIS_ERRORS as exc:

@@ -96,43 +96,45 @@ class SlackApp:
         self.notices.shutdown(wait=True)
 
 
-def web_client(settings: Settings) -> WebClient:
-    token = _required(_secret(settings.slack_bot_token), "SLACK_BOT_TOKEN")
-    # Only 429s are retried by the client (Slack did nothing): a lost response to a post is
-    # retried by posting.py, which first looks whether the post arrived after all.
-    return WebClient(
-        token=token,
-        base_url=settings.slack_api_url or WebClient.BASE_URL,
-        timeout=15,
-        retry_handlers=[RateLimitErrorRetryHandler(max_retry_count=5)],
-    )
+def configure_client(client: WebClient, settings: Settings) -> WebClient:
+    """The Web API client as opsbot uses it: Slack's URL (a fake one in tests), a timeout, and only
+    429s retried by the client (Slack did nothing then): a lost response to a post is retried by
+    posting.py, which first looks whether the post arrived after all."""
+    url = settings.slack_api_url or WebClient.BASE_URL
+    client.base_url = url if url.endswith("/") else url + "/"
+    client.timeout = 15
+    client.retry_handlers = [RateLimitErrorRetryHandler(max_retry_count=5)]
+    return client
 
 
 def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) -> SlackApp:
     """Raises `StartupError` for a missing or refused token, secret or Redis."""
-    client = web_client(settings)
+    token = _required(_secret(settings.slack_bot_token), "SLACK_BOT_TOKEN")
     signing_secret = _secret(settings.slack_signing_secret)
     if http:
         _required(signing_secret, "SLACK_SIGNING_SECRET")
     redis_url = _required(settings.redis_url, "REDIS_URL")
+    # Listeners run before the ack (HTTP response or Socket Mode envelope ack): they only queue
+    # the job in Redis, so Slack is acked once the job is durable, and a 503 when it cannot be.
+    # Bolt makes the client from the token, as it expects (given a client of ours as well, it
+    # would take SLACK_BOT_TOKEN from the environment and warn that it goes unused).
+    app = App(
+        # Named, or Bolt names it by inspecting the whole call stack (tens of ms per app). Not
+        # "opsbot": Bolt configures the logger of that name, which would be opsbot's own.
+        name="opsbot-slack",
+        token=token,
+        signing_secret=signing_secret,
+        token_verification_enabled=False,
+        request_verification_enabled=http,
+        process_before_response=True,
+    )
+    client = configure_client(app.client, settings)
     identity = _identity(client)
     state = _state(redis_url, settings.slack.drain_lease_s)
     problems = runbook_arg_problems(settings.policy)
     if problems:
         raise StartupError("OPSBOT_CONFIG: runbook steps the tools would refuse:\n  " + "\n  ".join(problems))
     agent = agent or build_agent(settings)
-    # Listeners run before the ack (HTTP response or Socket Mode envelope ack): they only queue
-    # the job in Redis, so Slack is acked once the job is durable, and a 503 when it cannot be.
-    app = App(
-        # Named, or Bolt names it by inspecting the whole call stack (tens of ms per app). Not
-        # "opsbot": Bolt configures the logger of that name, which would be opsbot's own.
-        name="opsbot-slack",
-        client=client,
-        signing_secret=signing_secret,
-        token_verification_enabled=False,
-        request_verification_enabled=http,
-        process_before_response=True,
-    )
     pool = WorkerPool(settings.slack.workers, settings.slack.backlog)
     directory = Directory(client)
     teams = frozenset({identity.team_id}) | settings.slack.allowed_teams
