@@ -8,6 +8,8 @@ preview: the reply's text (redacted whole) is the answer.
 
 from __future__ import annotations
 
+import time
+
 from bot.reply import Progress
 from tools.redact import redact_text
 from tools.redact.pem import might_be_key_material
@@ -24,6 +26,7 @@ class AnswerLines:
         self.begun = continuing
         self.partial = ""  # the line being written
         self.waiting: list[str] = []  # lines that may be a key's body
+        self.shown_at: float | None = None  # time.monotonic() of the first text passed on
 
     def text(self, piece: str) -> None:
         if not self.begun:
@@ -43,14 +46,19 @@ class AnswerLines:
         rest = [*self.waiting, self.partial] if self.partial else self.waiting
         self.partial, self.waiting = "", []
         if rest:
-            self.progress.on_answer_text(self.step, redact_text("\n".join(rest)))
+            self._show(redact_text("\n".join(rest)))
 
     def _line(self, line: str) -> None:
         if might_be_key_material(line):
             self.waiting.append(line)
             return
-        self.progress.on_answer_text(self.step, redact_text("\n".join([*self.waiting, line])) + "\n")
+        self._show(redact_text("\n".join([*self.waiting, line])) + "\n")
         self.waiting = []
+
+    def _show(self, text: str) -> None:
+        if self.shown_at is None:
+            self.shown_at = time.monotonic()
+        self.progress.on_answer_text(self.step, text)
 
 
 class AnswerPreview:

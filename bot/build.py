@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bot.audit import Audit, LoggedAudit, RedisAudit
 from bot.llm import ModelClient, Protocol
 from bot.loop import Agent
 from bot.memory import InProcessMemory, Memory
@@ -36,6 +37,15 @@ def build_memory(settings: Settings) -> Memory:
     return InProcessMemory(ttl_s=settings.memory.ttl_s)
 
 
+def build_audit(settings: Settings) -> Audit:
+    """Audit records on their logger, and with Redis kept there for `audit.ttl_s` as well."""
+    if settings.redis_url:
+        from bot.redis_client import connect
+
+        return RedisAudit(connect(settings.redis_url), settings.audit.ttl_s)
+    return LoggedAudit()
+
+
 def build_agent(settings: Settings) -> Agent:
     return Agent(
         model=build_model(settings),
@@ -43,4 +53,5 @@ def build_agent(settings: Settings) -> Agent:
         tools=Registry(ops_tools(settings.policy)),
         limits=settings.loop,
         memory_settings=settings.memory,
+        audit=build_audit(settings),
     )

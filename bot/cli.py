@@ -6,6 +6,8 @@ import getpass
 import json
 import logging
 import sys
+import time
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +26,10 @@ from config.check import ConfigError
 from config.policy import Principal
 from config.runbooks import load_runbooks
 from config.settings import SAMPLE_CONFIG, Settings, load_file_config
-from tools.base import CallStatus
+from tools.base import CallStatus, ToolResult
 from tools.catalog import runbook_arg_problems
 from tools.logs import log_files
+from tools.logs.time import TIME_HINT, time_arg
 
 # The terminal's user is whoever runs the process: the OS account is the identity policy sees.
 TERMINAL_USER = Principal(platform="cli", user=getpass.getuser())
@@ -165,8 +168,10 @@ def chat(ctx: click.Context, thread: str) -> None:
     approvals = TerminalApprovals(
         settings.policy,
         TERMINAL_USER,
+        thread,
         lambda outcome: _ask_and_offer(agent, approvals, outcome, thread, sys.stdout),
         sys.stdout,
+        audit=agent.audit,
     )
     click.echo("Type a question, `help` for direct commands, `exit` to leave.")
     while True:
@@ -268,6 +273,39 @@ def serve(ctx: click.Context, http: bool, port: int) -> None:
     except StartupError as exc:
         click.secho(f"opsbot cannot start: {exc}", fg="red", err=True)
         raise click.exceptions.Exit(EXIT_CONFIG) from exc
+
+
+@main.command()
+@click.option("--since", default="24h", show_default=True, help="How far back: 15m, 2h, 1d, or an ISO-8601 time.")
+@click.option("--thread", default=None, help="Only this thread's records (its key, as the records show it).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON record per line.")
+@click.pass_context
+def audit(ctx: click.Context, since: str, thread: str | None, as_json: bool) -> None:
+    """Read back the audit trail kept in Redis: tool calls, approvals and write commands."""
+    settings = _settings(ctx)
+    if not settings.redis_url:
+        click.secho(
+            "The audit trail is kept in Redis: set REDIS_URL to the Redis opsbot serves Slack with. "
+            "Without Redis, records are only on the opsbot.audit logger (opsbot -v).",
+            fg="red",
+            err=True,
+        )
+        ctx.exit(EXIT_CONFIG)
+    start = time_arg("--since", since, UTC, time.time())
+    if isinstance(start, ToolResult):
+        raise click.BadParameter(TIME_HINT, param_hint="--since")
+    from bot.audit import RedisAudit
+    from bot.redis_client import REDIS_ERRORS, connect, describe
+
+    try:
+        entries = list(RedisAudit(connect(settings.redis_url), settings.audit.ttl_s).read(start, thread))
+    except REDIS_ERRORS as exc:
+        click.secho(f"Cannot read the audit trail from {describe(settings.redis_url)}: {exc}", fg="red", err=True)
+        ctx.exit(1)
+    for entry in entries:
+        click.echo(entry.model_dump_json(exclude_none=True) if as_json else entry.line())
+    if not entries and not as_json:
+        click.secho(f"No audit records since {since}{f' in thread {thread}' if thread else ''}.", err=True)
 
 
 @main.command("check-config")

@@ -17,6 +17,7 @@ import click
 
 from bot.approvals import Approvals, Decision, HandBack, InProcessApprovalStore, Pending, Verdict
 from bot.approvals.rules import deciders_of
+from bot.audit import Audit
 from bot.commands import render_result
 from bot.prompts import approval_outcome
 from config.policy import Policy, Principal
@@ -26,17 +27,26 @@ from tools.commands import ApprovalRequest
 class TerminalApprovals:
     """`offer` a request; the model is told the outcome through `go_on` (the agent's next run)."""
 
-    def __init__(self, policy: Policy, user: Principal, go_on: Callable[[str], object], stream: IO[str]) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        user: Principal,
+        thread: str,
+        go_on: Callable[[str], object],
+        stream: IO[str],
+        audit: Audit | None = None,
+    ) -> None:
         self.user = user
+        self.thread = thread
         self.go_on = go_on
         self.stream = stream
-        self.approvals = Approvals(policy, InProcessApprovalStore())
+        self.approvals = Approvals(policy, InProcessApprovalStore(), audit=audit)
         self.approvals.hand_back(HandBack.agent, self)
 
     def offer(self, request: ApprovalRequest, why: str, continues_agent: bool) -> Decision | None:
         """Show the request and, if this user may approve it, ask y/N; None when nothing was asked."""
         hand_back = HandBack.agent if continues_agent else HandBack.nobody
-        pending = self.approvals.ask_command(request, {"place": "terminal"}, hand_back, why)
+        pending = self.approvals.ask_command(request, {"thread": self.thread}, hand_back, why)
         deciders = deciders_of(self.approvals.policy, pending)
         who = deciders.describe() if deciders is not None else "nobody (the command is gone)"
         self._say(f"⏸ approval needed: {pending.what}", "yellow")

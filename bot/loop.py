@@ -20,7 +20,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot import metrics, tracing
 from bot.answer_stream import AnswerLines
+from bot.audit import Audit, AuditRecord, LoggedAudit, who
 from bot.budget import CallBudget, Refusal
 from bot.context import fit_prompt
 from bot.findings import findings_text
@@ -67,15 +69,17 @@ class Agent:
         limits: LoopLimits | None = None,
         memory_settings: MemorySettings | None = None,
         system_prompt: str = SYSTEM_PROMPT,
+        audit: Audit | None = None,
     ) -> None:
         self.model = model
+        self.audit = audit or LoggedAudit()
         self.memory = memory
         self.registry = tools if isinstance(tools, Registry) else Registry(tools)
         self.limits = limits or LoopLimits()
         self.memory_settings = memory_settings or MemorySettings()
         self.system_prompt = system_prompt
         self.schemas = self.registry.schemas()  # once: the registry does not change during an agent's life
-        self.executor = Executor(
+        self.executor = _TracedExecutor(
             self.registry,
             RetryPolicy(self.limits.tool_timeout_s, self.limits.tool_retries, self.limits.tool_retry_backoff_s),
             self.limits.max_parallel_tools,
@@ -90,27 +94,30 @@ class Agent:
     ) -> Reply:
         """Answer `text` in `thread`. `principal` (who asks) is what tools authorize against."""
         run = _Run(self, thread, progress or Progress(), time.monotonic(), principal)
-        _log("run_start", thread=thread, run=run.run_id, question=redact_text(text))
-        if self.model is None:
-            reply = run.reply(no_model_text(), StopReason.no_model)
-        else:
-            try:
-                with self.memory.lock(thread, self.memory_settings.lock_ttl_s, self.memory_settings.lock_wait_s):
-                    reply = run.execute(text)
-            except ThreadBusy:
-                reply = run.reply(busy_text(self.memory_settings.lock_ttl_s), StopReason.busy)
-            except MemoryUnavailable as exc:
-                reply = run.reply(memory_unavailable_text(exc), StopReason.memory_unavailable)
-        _log(
-            "run_end",
-            thread=thread,
-            run=run.run_id,
-            stop_reason=reply.stop_reason.value,
-            answer=reply.text,
-            steps=len(reply.steps),
-            duration_s=round(reply.duration_s, 3),
-            **reply.usage.model_dump(),
-        )
+        with tracing.span("opsbot.run", run_id=run.run_id, thread=thread) as span:
+            _log("run_start", thread=thread, run=run.run_id, question=redact_text(text))
+            if self.model is None:
+                reply = run.reply(no_model_text(), StopReason.no_model)
+            else:
+                try:
+                    with self.memory.lock(thread, self.memory_settings.lock_ttl_s, self.memory_settings.lock_wait_s):
+                        reply = run.execute(text)
+                except ThreadBusy:
+                    reply = run.reply(busy_text(self.memory_settings.lock_ttl_s), StopReason.busy)
+                except MemoryUnavailable as exc:
+                    reply = run.reply(memory_unavailable_text(exc), StopReason.memory_unavailable)
+            span.set(stop_reason=reply.stop_reason.value, steps=len(reply.steps), **reply.usage.model_dump())
+            _log(
+                "run_end",
+                thread=thread,
+                run=run.run_id,
+                stop_reason=reply.stop_reason.value,
+                answer=reply.text,
+                steps=len(reply.steps),
+                duration_s=round(reply.duration_s, 3),
+                **reply.usage.model_dump(),
+            )
+        metrics.run_finished(reply.stop_reason.value, len(reply.steps), reply.duration_s, run.first_answer_s)
         return reply
 
     def reset(self, thread: str) -> None:
@@ -137,6 +144,11 @@ class _Run:
     # Every call of this turn and what came of it: for a reply the model did not write.
     outcomes: list[Outcome] = field(default_factory=list)
     partial: str = ""  # an answer cut at the output limit, being continued
+    # When the last model call's text was first shown (streamed), and the cut part's of an answer
+    # being continued: the time to first answer is the answer's, not a preamble to tool calls'.
+    shown_at: float | None = None
+    partial_shown_at: float | None = None
+    first_answer_s: float | None = None  # seconds to the answer's first line shown, or to the answer
     nudged_empty: bool = False
     drift_noted: bool = False
 
@@ -175,6 +187,7 @@ class _Run:
                 # Cut at the output limit: asked once to go on from where it stopped (kept as
                 # written at its end: it may stop after a line break).
                 self.partial = turn.content.lstrip()
+                self.partial_shown_at = self.shown_at
                 self._record(Step(n=len(self.steps) + 1, decision=StepDecision.answer_cut, **_tokens(turn)), [], turn)
                 self.notes.append(
                     (len(turn_blocks), Block(messages=[Message.assistant(self.partial), continue_note()]))
@@ -209,6 +222,8 @@ class _Run:
         return dataclasses.replace(turn, tool_calls=unique_ids(turn.tool_calls, known))
 
     def _finish(self, state: ThreadState, turn_blocks: list[Block], answer: str, reason: StopReason) -> Reply:
+        # Before the answer is stored and the thread folded: a person has it from here on.
+        self.first_answer_s = self._since(self.partial_shown_at or self.shown_at or time.monotonic())
         turn_blocks.append(Block(messages=[Message.assistant(answer)]))
         try:
             self.agent.memory.append(self.thread, turn_blocks[-1:])
@@ -319,6 +334,7 @@ class _Run:
             [m.to_api() for m in messages], tools=None if final is not None else agent.schemas, sink=sink
         )
         sink.close()
+        self.shown_at = sink.shown_at
         self.usage.add(turn.usage)
         return turn
 
@@ -344,6 +360,19 @@ class _Run:
 
     def _record(self, step: Step, outcomes: list[Outcome], turn: ModelTurn | None = None) -> None:
         self.steps.append(step)
+        metrics.tool_calls(((c.tool, c.status.value) for c in step.calls), self._known)
+        for call in step.calls:
+            self.agent.audit.record(
+                AuditRecord.made(
+                    "tool_call",
+                    who=who(self.principal),
+                    thread=self.thread,
+                    run=self.run_id,
+                    tool=call.tool,
+                    args=call.args,
+                    status=call.status.value,
+                )
+            )
         _log(
             "step",
             thread=self.thread,
@@ -371,12 +400,37 @@ class _Run:
             duration_s=time.monotonic() - self.started,
             approvals=self.approvals,
             checked=checked,
+            run_id=self.run_id,
         )
+
+    def _known(self, tool: str) -> bool:
+        return self.agent.registry.get(tool) is not None
+
+    def _since(self, moment: float) -> float:
+        return max(moment - self.started, 0.0)
 
 
 def _log(event: str, **fields: Any) -> None:
-    """One JSON record per event: a thread can be replayed from its run_start, steps and run_end."""
+    """One JSON record per event: a thread can be replayed from its run_start, steps and run_end.
+    While tracing is on, each record names its trace, so a log line leads to the trace."""
+    trace = tracing.trace_id()
+    if trace is not None:
+        fields["trace_id"] = trace
     log.info(json.dumps({"event": event, **fields}, ensure_ascii=False, default=str))
+
+
+class _TracedExecutor(Executor):
+    """The executor, with a span per tool call (a child of the run's: `run_many` hands its
+    context to the pool's threads)."""
+
+    def run_one(self, call: ToolCall, principal: Principal | None = None) -> Outcome:
+        with tracing.span("opsbot.tool_call", tool=call.name) as span:
+            outcome = super().run_one(call, principal)
+            span.set(status=outcome.result.status.value, attempts=outcome.attempts)
+            error = outcome.result.error
+            if error is not None and error.type is not ErrorType.needs_approval:
+                span.failed(outcome.result.status.value)
+        return outcome
 
 
 def _thinking(turn: ModelTurn | None) -> str | None:

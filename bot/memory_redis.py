@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from bot import metrics
 from bot.memory import MemoryUnavailable, ThreadBusy, ThreadState, first_turn_start
 from bot.messages import Block
 from bot.redis_client import REDIS_ERRORS, RedisClient, connect, describe
@@ -176,6 +177,7 @@ class RedisMemory:
             raise self._unavailable(exc) from exc
 
     def _unavailable(self, exc: Exception) -> MemoryUnavailable:
+        metrics.redis_error("memory")
         return MemoryUnavailable(f"cannot use {self.describe()}: {exc}")
 
 

@@ -62,6 +62,7 @@ class Step(BaseModel):
 
 class Reply(BaseModel):
     thread: str
+    run_id: str = Field(default="", description="the run's id: the step log's `run`, traces' opsbot.run_id")
     text: str
     stop_reason: StopReason
     steps: list[Step] = Field(default_factory=list)

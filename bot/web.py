@@ -1,5 +1,5 @@
-"""opsbot's HTTP face: Slack's Events API at /slack/events, alert webhooks at /hooks/, and /healthz,
-served by waitress.
+"""opsbot's HTTP face: Slack's Events API at /slack/events, alert webhooks at /hooks/, /healthz and
+/metrics (Prometheus), served by waitress.
 
 A plain WSGI router. In front of Bolt's WSGI adapter, `SlackEvents` checks every Slack request
 before anything parses it, because Bolt parses the body before it checks the signature (so a
@@ -25,6 +25,7 @@ from slack_bolt.adapter.wsgi.http_request import WsgiHttpRequest
 from slack_bolt.adapter.wsgi.http_response import WsgiHttpResponse
 from slack_sdk.signature import SignatureVerifier
 
+from bot import metrics
 from bot.wsgi_body import BodyRefused, read_body
 
 if TYPE_CHECKING:
@@ -60,6 +61,10 @@ class WebApp:
             report = self.health()
             status = "200 OK" if report.get("ok") else "503 Service Unavailable"
             return _json(start_response, status, report)
+        if path == "/metrics":
+            body, content_type = metrics.exposition()
+            start_response("200 OK", [("Content-Type", content_type), ("Content-Length", str(len(body)))])
+            return [body]
         if path == "/slack/events":
             return self.slack(environ, start_response)
         if path.startswith("/hooks/") and self.hooks is not None:

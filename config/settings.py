@@ -117,6 +117,12 @@ class RunbookSettings(Strict):
     recover_every_s: float = Field(default=30.0, gt=0, description="how often runs left behind are looked for")
 
 
+class AuditSettings(Strict):
+    ttl_s: int = Field(
+        default=7 * 24 * 3600, ge=3600, description="how long Redis keeps audit records (the log keeps its own)"
+    )
+
+
 class FileConfig(Strict):
     """Everything one YAML file may hold. Secrets are not among it: they come from the environment."""
 
@@ -129,6 +135,7 @@ class FileConfig(Strict):
     slack: SlackSettings = Field(default_factory=SlackSettings)
     alerts: AlertSettings = Field(default_factory=AlertSettings)
     runbooks: RunbookSettings = Field(default_factory=RunbookSettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
     policy: Policy = Field(default_factory=Policy)
 
 
@@ -164,12 +171,20 @@ class Settings(BaseSettings):
     )
     model: str = "gpt-4o-mini"
     config: Path | None = None
+    metrics_port: int = Field(
+        default=9464,
+        ge=0,
+        le=65535,
+        description="OPSBOT_METRICS_PORT: /metrics in Socket Mode, on a port of its own (0: off); over HTTP "
+        "/metrics is served beside /slack/events",
+    )
     llm: ModelSettings = Field(default_factory=ModelSettings)
     loop: LoopLimits = Field(default_factory=LoopLimits)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     slack: SlackSettings = Field(default_factory=SlackSettings)
     alerts: AlertSettings = Field(default_factory=AlertSettings)
     runbooks: RunbookSettings = Field(default_factory=RunbookSettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
     policy: Policy = Field(default_factory=Policy)
 
     @field_validator("redis_url")

@@ -24,6 +24,7 @@ from bot.approvals import (
     Pending,
     RedisApprovalStore,
 )
+from bot.audit import AuditRecord
 from bot.runbooks import (
     InProcessRunStore,
     RedisRunStore,
@@ -157,8 +158,8 @@ def requests_beside(store: RunStore) -> ApprovalStore:
 def make_engine(policy: Policy, store: RunStore, probe: Probe, reporter: Any = None, **options: Any) -> RunbookEngine:
     """One process's engine, with its approvals service handing runbook decisions back to it."""
     executor = Executor(tools_for(policy, probe), RetryPolicy(backoff_s=0.01))
-    clock = options.get("clock")
-    approvals = Approvals(policy, requests_beside(store), **({"clock": clock} if clock else {}))
+    shared = {name: options[name] for name in ("clock", "audit") if name in options}
+    approvals = Approvals(policy, requests_beside(store), **shared)
     engine = RunbookEngine(
         policy, executor, store, reporter if reporter is not None else Recorder(store), approvals, **options
     )
@@ -292,6 +293,39 @@ def test_service_erroring_waits_at_the_gate_then_at_the_command_then_runs_it_onc
     ]
     with pytest.raises(NotDecided, match="not waiting|already decided"):
         click(engine, run.id, True, BOB)
+
+
+class Kept:
+    """An audit sink that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.records: list[AuditRecord] = []
+
+    def record(self, entry: AuditRecord) -> None:
+        self.records.append(entry)
+
+
+def test_every_step_request_decision_and_write_of_a_run_is_audited(
+    store: RunStore, sample: Settings, probe: Probe
+) -> None:
+    kept = Kept()
+    engine = make_engine(sample.policy, store, probe, audit=kept)
+    origin = {"thread": "slack:T1:C1:1.1"}
+    run = engine.start("service-erroring", SEEN, origin, requested_by=ALICE)
+    click(engine, run.id, True, BOB)
+    click(engine, run.id, True, BOB)
+    story = [(r.kind, r.who, r.tool, r.status) for r in kept.records]
+    assert story == [
+        ("tool_call", "slack:UALICE", "query_logs", "ok"),
+        ("tool_call", "slack:UALICE", "query_logs", "ok"),
+        ("approval_requested", "slack:UALICE", "approval step", None),
+        ("approval_decided", "slack:UBOB", None, "approved"),
+        ("tool_call", "slack:UALICE", "run_command", "needs_approval"),
+        ("approval_requested", "slack:UALICE", "restart", None),
+        ("approval_decided", "slack:UBOB", None, "approved"),
+        ("write_run", "slack:UBOB", "restart", "ok"),
+    ], story
+    assert {(r.run, r.thread) for r in kept.records} == {(run.id, "slack:T1:C1:1.1")}
 
 
 def test_service_erroring_denied_at_the_gate(store: RunStore, sample: Settings, probe: Probe) -> None:

@@ -574,6 +574,36 @@ def test_a_write_command_waits_for_an_approver_and_the_agent_goes_on_with_its_re
     assert any("already decided by <@U2>" in e["text"] for e in stack.slack.ephemerals("C1"))
 
 
+def test_an_approved_write_leaves_its_whole_story_in_the_audit_trail(make_stack, sample) -> None:
+    from bot.audit import RedisAudit
+    from bot.redis_client import connect
+
+    stack = make_stack(restart_then_echo(), policy=approvers_policy(sample.policy))
+    mention = payloads.app_mention("<@UBOT> restart checkout please")
+    stack.event(mention)
+    message = approval_message(stack, "C1", mention["ts"])
+    answered(stack, "C1", mention["ts"])
+    rid = request_id(message)
+    stack.click("opsbot_approve", rid, user="U3", message_ts=message["ts"])  # not an approver
+    stack.click("opsbot_approve", rid, user="U2", message_ts=message["ts"])
+    answered(stack, "C1", mention["ts"], count=2)
+    settle(stack)
+
+    thread = f"slack:T1:C1:{mention['ts']}"
+    records = list(RedisAudit(connect(stack.settings.redis_url or ""), 3600).read(thread=thread))
+    story = [(r.kind, r.who, r.tool, r.status) for r in records]
+    assert story == [
+        ("tool_call", "slack:U1", "run_command", "needs_approval"),
+        ("approval_requested", "slack:U1", "restart", None),
+        ("approval_decided", "slack:U3", None, "refused"),
+        ("approval_decided", "slack:U2", None, "approved"),
+        ("write_run", "slack:U2", "restart", "ok"),
+    ], story
+    assert {r.request for r in records[1:]} == {rid}
+    assert records[0].args == {"command": "restart", "params": {"service": "checkout"}}
+    assert records[4].argv is not None and records[4].argv[-1] == "checkout"
+
+
 def test_a_denied_command_does_not_run_and_the_model_is_told(make_stack, sample) -> None:
     stack = make_stack(restart_then_echo(), policy=approvers_policy(sample.policy))
     mention = payloads.app_mention("<@UBOT> restart checkout")

@@ -5,6 +5,7 @@ Every path ends in a `ToolResult`; nothing a tool or the model does raises past 
 
 from __future__ import annotations
 
+import contextvars
 import json
 import random
 import re
@@ -66,8 +67,11 @@ class Executor:
         """Run calls concurrently (bounded); outcomes come back in the order of `calls`."""
         if len(calls) <= 1 or self.max_parallel == 1:
             return [self.run_one(call, principal) for call in calls]
+        # Each call runs in a copy of the caller's context: whatever the caller keeps in context
+        # variables (the span a trace is at) follows the call onto the pool's thread.
+        contexts = [contextvars.copy_context() for _ in calls]
         with ThreadPoolExecutor(max_workers=min(self.max_parallel, len(calls)), thread_name_prefix="tool") as pool:
-            return list(pool.map(lambda call: self.run_one(call, principal), calls))
+            return list(pool.map(lambda context, call: context.run(self.run_one, call, principal), contexts, calls))
 
     def run_one(self, call: ToolCall, principal: Principal | None = None) -> Outcome:
         started = time.monotonic()

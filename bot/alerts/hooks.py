@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, SecretStr, field_validator, model_validator
 
+from bot import metrics
 from bot.alerts.alertmanager import parse_alertmanager
 from bot.alerts.models import Alert, BadPayload
 from bot.alerts.pagerduty import parse_pagerduty, verify_signature
@@ -209,7 +210,9 @@ class AlertHooks:
         for alert in alerts:
             # Marked and queued in one step: two processes given the same delivery never both take
             # it, and a failure leaves no mark, so the sender's retry is not taken for a duplicate.
-            if self.take([alert.delivery, *extra_ids], alert):
+            queued = self.take([alert.delivery, *extra_ids], alert)
+            metrics.alert_received(alert.source, queued)
+            if queued:
                 accepted += 1
             else:
                 duplicates += 1

@@ -22,11 +22,13 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
+from bot import metrics
 from bot.approvals import rules
 from bot.approvals.requests import Claim, Decision, HandBack, Pending, Verdict
 from bot.approvals.store import ApprovalStore
+from bot.audit import Audit, AuditRecord, Kind, LoggedAudit, who
 from config.policy import Gate, Policy, Principal
 from tools.base import ErrorType, ToolResult
 from tools.commands import ApprovalRequest, run_approved
@@ -72,12 +74,14 @@ class Approvals:
         store: ApprovalStore,
         teams: frozenset[str] | None = None,
         clock: Callable[[], datetime] = _now,
+        audit: Audit | None = None,
     ) -> None:
         """`teams`: whose people may decide (None: anyone the policy allows, as in a terminal)."""
         self.policy = policy
         self.store = store
         self.teams = teams
         self.clock = clock
+        self.audit = audit or LoggedAudit()
         self._waiting: dict[HandBack, Waiting] = {}
 
     def hand_back(self, kind: HandBack, to: Waiting) -> None:
@@ -107,6 +111,8 @@ class Approvals:
             expires_at=request.expires_at,
         )
         self._save(pending)
+        metrics.approval_asked("command")
+        self._audit("approval_requested", pending, pending.requested_by, tool=request.command, argv=list(request.argv))
         return pending
 
     def ask_gate(
@@ -126,6 +132,8 @@ class Approvals:
             expires_at=now + timedelta(seconds=gate.timeout_s),
         )
         self._save(pending)
+        metrics.approval_asked("gate")
+        self._audit("approval_requested", pending, requested_by, tool="approval step", args=gate.text)
         return pending
 
     def shown(self, pending: Pending, at: str) -> Pending:
@@ -150,6 +158,10 @@ class Approvals:
         """`by` approves or denies request `request_id`, clicked at `at` (the message it was shown
         in, when the front end has one). Whatever comes of it is shown through `view`."""
         decision = self._decide(request_id, approve, by, view, at)
+        metrics.approval_decided(decision.verdict.value)
+        if not decision.settled:
+            # Clicks turned away too: who tried to decide what is a reviewer's first question.
+            self._audit("approval_decided", decision.pending, by, status=decision.verdict.value, request=request_id)
         view.decided(decision)
         if decision.settled and decision.pending is not None:
             self._resume(decision.pending, decision)
@@ -174,7 +186,7 @@ class Approvals:
             return _refused(pending, why_not)
         waiting = self._waiting.get(pending.hand_back)
         verdict = Verdict.approved if approve else Verdict.denied
-        lost = self._claim(pending, Claim(verdict=verdict, by=by.user))
+        lost = self._claim(pending, Claim(verdict=verdict, by=by.user), by)
         if lost is not None:
             return lost
         if not approve:
@@ -185,17 +197,20 @@ class Approvals:
         if stopped is not None:
             return _refused(pending, stopped)
         view.running(pending, by)
-        result = self._run(pending.command, by, now)
+        result = self._run(pending, by, now)
         said = "Approved: it ran." if result.ok else f"Approved, but it did not complete ({result.status})."
         return Decision(verdict=verdict, message=said, pending=pending, by=by.user, result=result)
 
     def _settle(self, pending: Pending, claim: Claim, message: str) -> Decision:
-        lost = self._claim(pending, claim)
+        lost = self._claim(pending, claim, None)
         return lost or Decision(verdict=claim.verdict, message=message, pending=pending, by=claim.by)
 
-    def _claim(self, pending: Pending, claim: Claim) -> Decision | None:
+    def _claim(self, pending: Pending, claim: Claim, person: Principal | None) -> Decision | None:
+        """Store the decision; None when this one won (and it is recorded), else who won first."""
         first = self.store.claim(pending.id, claim, _ttl(pending, self.clock()))
         if first is None:
+            # Recorded as it is claimed: before the approved command runs.
+            self._audit("approval_decided", pending, person, status=claim.verdict.value)
             return None
         by = f" by {first.by}" if first.by else ""
         return Decision(
@@ -205,13 +220,24 @@ class Approvals:
             by=first.by,
         )
 
-    def _run(self, request: ApprovalRequest, by: Principal, now: datetime) -> ToolResult:
+    def _run(self, pending: Pending, by: Principal, now: datetime) -> ToolResult:
+        request = pending.command
+        assert request is not None
         try:
             result = run_approved(self.policy, request, by, now)
         except Exception as exc:  # noqa: BLE001 - the claim is stored: the outcome must be told, not lost
             log.exception("approved command %s (request %s) raised", request.command, request.id)
             result = ToolResult.failure(ErrorType.failed, f"{request.command} failed: {type(exc).__name__}: {exc}")
-        return redact_result(result)
+        shown = redact_result(result)
+        self._audit("write_run", pending, by, tool=request.command, argv=list(request.argv), status=shown.status)
+        return shown
+
+    def _audit(self, kind: Kind, pending: Pending | None, person: Principal | None, **fields: Any) -> None:
+        """One audit record about `pending` (where it was asked, its run) and what `person` did."""
+        fields.setdefault("request", pending.id if pending is not None else None)
+        thread = pending.place.get("thread") if pending is not None else None
+        run = pending.run if pending is not None else None
+        self.audit.record(AuditRecord.made(kind, who=who(person), thread=thread, run=run, **fields))
 
     def _resume(self, pending: Pending, decision: Decision) -> None:
         waiting = self._waiting.get(pending.hand_back)

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from bot import metrics
 from bot.approvals.requests import Claim, Pending
 
 if TYPE_CHECKING:
@@ -98,6 +99,7 @@ class RedisApprovalStore:
         try:
             return func()
         except REDIS_ERRORS as exc:
+            metrics.redis_error("approval_store")
             where = describe_client(self._redis)
             raise ApprovalsUnavailable(f"cannot reach the approval requests' Redis ({where}): {exc}") from exc
 

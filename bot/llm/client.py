@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from bot import metrics, tracing
 from bot.llm.protocols import Protocol, TextReply, read, render, speaks_react
 from bot.llm.reasoning import reasoning_field, split_thinking
 from bot.llm.shaping import template_safe, unique_ids
@@ -100,13 +101,39 @@ class ModelClient:
         """One model call. `tools` None or empty: the model must answer in words. `sink` gets the
         answer text as it is written, when the endpoint streams."""
         started = time.monotonic()
+        # OpenTelemetry's GenAI names, so tracing backends show model calls as such.
+        named = {"gen_ai.operation.name": "chat", "gen_ai.request.model": self.model}
+        with tracing.span("opsbot.model_call", named=named) as span:
+            try:
+                turn = self._complete(messages, tools, sink)
+            except ModelUnavailable as exc:
+                metrics.model_call(time.monotonic() - started, ok=False)
+                span.set(status=exc.status)
+                span.failed(str(exc))
+                raise
+            metrics.model_call(time.monotonic() - started, True, turn.usage.prompt_tokens, turn.usage.completion_tokens)
+            span.set(
+                {
+                    "gen_ai.usage.input_tokens": turn.usage.prompt_tokens,
+                    "gen_ai.usage.output_tokens": turn.usage.completion_tokens,
+                },
+                protocol=self.protocol.value,
+                tool_calls=len(turn.tool_calls),
+                cut=turn.cut,
+            )
+        return turn
+
+    def _complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, sink: TextSink | None
+    ) -> ModelTurn:
+        started = time.monotonic()
         protocol = self.protocol
         try:
             reply, first_token_s = self._ask(protocol, messages, tools, sink)
             turn = self._turn(protocol, reply, messages, tools, time.monotonic() - started, first_token_s)
         except _RefusedTools:
             self._switch(Protocol.react, "the server refused tool definitions")
-            return self.complete(messages, tools, sink)
+            return self._complete(messages, tools, sink)
         except (AttributeError, IndexError, TypeError, ValueError, KeyError) as exc:
             # A proxy's HTML error page or a half-compatible server: say so rather than crash.
             raise ModelUnavailable(

@@ -37,7 +37,9 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
+from bot import metrics
 from bot.approvals import Approvals, Decision, HandBack, Pending, Verdict
+from bot.audit import Audit, AuditRecord, LoggedAudit, who
 from bot.runbooks.records import RunRecord, StepKind, StepRecord
 from bot.runbooks.store import RunStore, RunStoreUnavailable, RunUnreadable
 from bot.runbooks.templates import TemplateError, condition_holds, fill, fill_text
@@ -114,8 +116,10 @@ class RunbookEngine:
         lease_ttl_s: float = 60.0,
         max_steps: int = MAX_STEPS,
         clock: Callable[[], datetime] = _now,
+        audit: Audit | None = None,
     ) -> None:
         self.policy = policy
+        self.audit = audit or LoggedAudit()
         self.executor = executor
         self.store = store
         self.reporter = reporter
@@ -164,6 +168,7 @@ class RunbookEngine:
             if existing is None:
                 raise RunRefused(f"run {run.id} was started and is already gone (expired); start it again")
             return existing
+        metrics.runbook_run_started()
         token = self._token()
         if not self.store.lease(run.id, token, self.lease_ttl_s):
             # Only recover() in another process can have taken it this early; it runs the run.
@@ -438,6 +443,17 @@ class RunbookEngine:
             outcome = Executor(self.executor.registry, retry, max_parallel=1).run_one(call, run.requested_by)
             result = outcome.result
             record.attempts = outcome.attempts
+            self.audit.record(
+                AuditRecord.made(
+                    "tool_call",
+                    who=who(run.requested_by),
+                    thread=run.origin.get("thread"),
+                    run=run.id,
+                    tool=step.tool,
+                    args=args,
+                    status=result.status,
+                )
+            )
         request = _approval_request(result)
         if request is not None:
             why = f"runbook {run.runbook}, step {step.id}"

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from bot import metrics
 from bot.redis_client import REDIS_ERRORS, RedisClient, connect, describe_client
 from bot.runbooks.records import UNFINISHED, RunRecord
 
@@ -186,6 +187,7 @@ class RedisRunStore:
         try:
             return func()
         except REDIS_ERRORS as exc:
+            metrics.redis_error("runbook_store")
             raise RunStoreUnavailable(f"cannot use the runbook run store ({self.describe()}): {exc}") from exc
 
 

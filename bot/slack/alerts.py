@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 from slack_sdk import WebClient
 
+from bot import metrics
 from bot.alerts.models import Alert
 from bot.alerts.queue import ALIVE_TTL_S, AlertQueue
 from bot.prompts import alert_first_look
@@ -141,7 +142,7 @@ class AlertRouter:
             )
             return
         params = {param: alert.labels[label] for param, label in trigger.params.items()}
-        origin = {"team": thread.team, "channel": thread.channel, "thread_ts": thread.thread_ts, "alert": alert.key}
+        origin = {**thread.place(), "alert": alert.key}
         requested_by = Principal(platform="webhook", user=alert.source, team=self.team)
 
         def run() -> None:
@@ -226,6 +227,7 @@ class AlertRouter:
                 self.handle(Alert.model_validate_json(raw))
                 self.queue.done(raw)
             except REDIS_ERRORS as exc:
+                metrics.redis_error("alerts")
                 # One line per outage: the janitor says the rest, and queued alerts wait in Redis.
                 if not unreachable:
                     log.error("alerts: Redis is unreachable (%s); queued alerts are handled once it answers", exc)

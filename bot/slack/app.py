@@ -138,7 +138,7 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
     pool = WorkerPool(settings.slack.workers, settings.slack.backlog)
     directory = Directory(client)
     teams = frozenset({identity.team_id}) | settings.slack.allowed_teams
-    approvals = Approvals(settings.policy, RedisApprovalStore(state.redis), teams=teams)
+    approvals = Approvals(settings.policy, RedisApprovalStore(state.redis), teams=teams, audit=agent.audit)
     requests = SlackRequests(client, approvals, settings.slack.max_output_chars)
     reporter = ThreadReporter(client, requests, approvals, settings.slack.max_output_chars)
     engine = RunbookEngine(
@@ -149,6 +149,7 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         approvals,
         model_explainer(agent.model) if agent.model is not None else None,
         lease_ttl_s=settings.runbooks.lease_ttl_s,
+        audit=agent.audit,
     )
     # An approval's outcome goes on through the same queues as a message, or in its run.
     approvals.hand_back(HandBack.agent, ThreadContinuations(lambda job: dispatcher.submit(job)))

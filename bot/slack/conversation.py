@@ -15,6 +15,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.webhook import WebhookClient
 
+from bot import metrics
 from bot.approvals import Approvals, ApprovalsUnavailable, HandBack
 from bot.commands import DirectCommand, Question, RunbookRequest, run_command
 from bot.loop import Agent
@@ -125,6 +126,7 @@ class Conversation:
         try:
             self.requeue(job.model_copy(update={"thread": thread, "ts": root, "response_url": None, "resumed": False}))
         except REDIS_ERRORS as exc:
+            metrics.redis_error("slack_conversation")
             raise Deferred(f"cannot queue it in its thread: {exc}") from exc
 
     def _ask(self, job: Job) -> None:
@@ -176,7 +178,7 @@ class Conversation:
             WebhookClient(job.response_url).send(
                 text=f"Runbook {request.runbook} started in a thread of this channel.", response_type="ephemeral"
             )
-        origin = {"team": thread.team, "channel": thread.channel, "thread_ts": thread.thread_ts, "asked": job.id}
+        origin = {**thread.place(), "asked": job.id}
         run_id = "cmd-" + hashlib.sha256(job.id.encode()).hexdigest()[:24]
         try:
             self.engine.start(request.runbook, request.params, origin, run_id=run_id, requested_by=job.principal)
@@ -200,7 +202,7 @@ class Conversation:
                 )
                 thread = ThreadRef(team=thread.team, channel=thread.channel, thread_ts=root)
             hand_back = HandBack.agent if continues_agent else HandBack.nobody
-            pending = self.approvals.ask_command(request, thread.model_dump(), hand_back, why=job.text)
+            pending = self.approvals.ask_command(request, thread.place(), hand_back, why=job.text)
             self.requests.post(thread, pending)
         except _NOT_ASKED as exc:
             log.error("approval request %s not posted: %s", request.id, exc)

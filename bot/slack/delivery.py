@@ -14,9 +14,11 @@ import functools
 import logging
 import queue
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bot import metrics
 from bot.redis_client import REDIS_ERRORS
 from bot.slack.jobs import Job
 from bot.slack.journal import Journal
@@ -119,6 +121,9 @@ class Dispatcher:
         self._stopping = threading.Event()
         self._drains: dict[str, _Drain] = {}  # thread -> this process's lease on it
         self._drains_lock = threading.Lock()
+        # Read at each scrape; weakly, so a dispatcher closed (a test's) is not kept alive by it.
+        waiting = weakref.WeakMethod(self.waiting)
+        metrics.watch_jobs_waiting(lambda: method() if (method := waiting()) is not None else 0)
 
     def accept(self, job: Job, delivery: str, active_ttl_s: int = 0, require_active: bool = False) -> Accepted:
         """Queue `job` durably (see `SlackState.accept`); raises `redis.RedisError` when Redis cannot
@@ -128,6 +133,8 @@ class Dispatcher:
         )
         if accepted.outcome == "queued":
             self.journal.keep(job, delivery, active_ttl_s, require_active, parked=False)
+        elif accepted.outcome == "duplicate":
+            metrics.duplicate_delivery()
         elif accepted.outcome == "ignored" and not self.state.marks_whole():
             # The thread's mark may be one a Redis restart lost: held until every process marked its own.
             self.journal.keep(job, delivery, active_ttl_s, require_active, parked=True)
@@ -234,6 +241,12 @@ class Dispatcher:
                 if done:
                     self.journal.done(entry.job)
 
+    def waiting(self) -> int:
+        """Jobs accepted here that no worker here works on and nobody is known to have answered:
+        queued in Redis (for whichever process drains their thread) or parked here."""
+        running = self._running()
+        return sum(1 for e in self.journal.entries() if (e.job.thread.key, e.job.id) not in running)
+
     def stop(self) -> None:
         """Take no new thread; each drain stops after its current job and leaves the rest to others."""
         self._stopping.set()
@@ -295,6 +308,7 @@ class Dispatcher:
                 self.state.finish(thread, job.id)
             self._give_up(thread, token)
         except REDIS_ERRORS as exc:
+            metrics.redis_error("slack_delivery")
             log.error("draining %s stopped (%s); a janitor takes over what is left", thread, exc)
             self._give_up(thread, token)
         finally:

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from bot import metrics
 from bot.commands import USAGE, Builtin, Decision, NotACommand, Question, decide
 from bot.memory import Memory, MemoryUnavailable
 from bot.redis_client import REDIS_ERRORS
@@ -106,6 +107,7 @@ class Intake:
         try:
             self.dispatcher.accept(job, delivery, active_ttl_s, require_active=not addressed)
         except REDIS_ERRORS as exc:
+            metrics.redis_error("slack_intake")
             log.warning("Redis cannot take message %s (%s); held here until it can", job.id, exc)
             self.dispatcher.park(job, delivery, active_ttl_s, require_active=not addressed, acked=acked_if_parked)
             return False
@@ -144,6 +146,7 @@ class Intake:
                 return f"Forgot {forgotten} opsbot conversation(s) in this channel."
             self.dispatcher.accept(job, "command")
         except _STATE_DOWN as exc:
+            metrics.redis_error("slack_intake")
             return _redis_down(exc)
         return None
 

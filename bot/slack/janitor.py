@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from bot import metrics
 from bot.redis_client import REDIS_ERRORS
 from bot.redis_watch import Persistence, persistence, server_ids
 from bot.slack.delivery import Dispatcher
@@ -63,6 +64,7 @@ class Janitor:
         try:
             self._tick()
         except REDIS_ERRORS as exc:
+            metrics.redis_error("slack_janitor")
             if not self._unreachable:
                 log.error("Redis is unreachable (%s); messages meanwhile are held here until it answers", exc)
             self._unreachable = True

@@ -26,6 +26,11 @@ class ThreadRef(BaseModel):
         say more than where it is."""
         return cls(team=place["team"], channel=place["channel"], thread_ts=place["thread_ts"])
 
+    def place(self) -> dict[str, str]:
+        """The thread as a place (a run's origin, an approval request's): where it is, and its key,
+        which audit records name."""
+        return {"team": self.team, "channel": self.channel, "thread_ts": self.thread_ts, "thread": self.key}
+
     @property
     def key(self) -> str:
         """The thread key memory uses: team + channel + thread root."""

@@ -12,12 +12,14 @@ import signal
 import threading
 from collections.abc import Callable
 from types import FrameType
+from wsgiref.simple_server import WSGIServer
 
 from pydantic import SecretStr, ValidationError
 from slack_bolt.adapter.socket_mode import SocketModeHandler
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_sdk.errors import SlackApiError
 
+from bot import metrics, tracing
 from bot.alerts.hooks import AlertAuth, AlertHooks
 from bot.slack.app import SlackApp, StartupError, app_token, build_slack_app
 from bot.web import SlackEvents, WebApp, serve
@@ -28,6 +30,9 @@ def serve_slack(settings: Settings, http: bool, port: int, started: Callable[[Sl
     """Serve until SIGTERM or SIGINT. Raises `StartupError` naming what to fix."""
     token = None if http else app_token(settings)
     slack = build_slack_app(settings, http=http)
+    # With OTEL_EXPORTER_OTLP_ENDPOINT set, OpenTelemetry is imported now (~0.1 s), not in the
+    # first run; without it this imports nothing.
+    tracing.enabled()
     signal.signal(signal.SIGTERM, _exit)
     try:
         if http:
@@ -35,6 +40,7 @@ def serve_slack(settings: Settings, http: bool, port: int, started: Callable[[Sl
             events = SlackEvents(SlackRequestHandler(slack.app), settings.slack_signing_secret)
             serve(WebApp(events, slack.health, alert_hooks(settings, slack)), port)
         else:
+            serve_metrics(settings.metrics_port)  # before connecting: a port taken is a startup error
             handler = SocketModeHandler(slack.app, token)
             try:
                 handler.connect()  # type: ignore[no-untyped-call]
@@ -49,6 +55,18 @@ def serve_slack(settings: Settings, http: bool, port: int, started: Callable[[Sl
         pass
     finally:
         slack.close()
+
+
+def serve_metrics(port: int) -> WSGIServer | None:
+    """Socket Mode has no HTTP server of its own: /metrics gets a port (OPSBOT_METRICS_PORT; 0: none),
+    served on a daemon thread until the process ends. A port taken stops the start, as a wrong token
+    does: a target that never answers is found out only when someone looks at the dashboards."""
+    if port == 0:
+        return None
+    try:
+        return metrics.serve(port)
+    except OSError as exc:
+        raise StartupError(f"cannot serve /metrics on port {port} ({exc}); set OPSBOT_METRICS_PORT (0: off)") from exc
 
 
 def alert_hooks(settings: Settings, slack: SlackApp) -> AlertHooks:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from bot import metrics
 from bot.redis_client import REDIS_ERRORS, RedisClient
 from bot.slack.jobs import Job
 
@@ -80,7 +81,7 @@ while true do
   local job = redis.call('hget', KEYS[2], id)
   if job and not redis.call('zscore', KEYS[6], id) then
     redis.call('set', KEYS[5], id, 'EX', ARGV[3])
-    return {job, redis.call('hget', KEYS[3], id) or ''}
+    return {job, redis.call('hget', KEYS[3], id) or '', popped[2]}
   end
   redis.call('hdel', KEYS[2], id)
   redis.call('hdel', KEYS[3], id)
@@ -224,7 +225,11 @@ class SlackState:
         found = self._next(keys=self._thread_keys(thread), args=[token, self.lease_ms, QUEUE_TTL_S])
         if not found:
             return None
-        raw, flags = found
+        raw, flags, score = found
+        if "r" not in flags:
+            # Queued at its message's ts (or when opsbot queued it); a job put back after its drainer
+            # died is queued at 0, and how long it waited is not known.
+            metrics.job_taken(self.clock() - float(score))
         return Job.model_validate_json(raw).model_copy(
             update={"first_in_thread": "f" in flags, "resumed": "r" in flags}
         )

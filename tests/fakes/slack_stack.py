@@ -14,6 +14,7 @@ import redis
 from slack_bolt.request import BoltRequest
 from slack_bolt.response import BoltResponse
 
+from bot.build import build_audit
 from bot.llm import ModelClient
 from bot.loop import Agent
 from bot.memory_redis import RedisMemory
@@ -72,7 +73,14 @@ class Stack:
             if self.model
             else None
         )
-        agent = Agent(client, memory, ops_tools(self.settings.policy), self.settings.loop, self.settings.memory)
+        agent = Agent(
+            client,
+            memory,
+            ops_tools(self.settings.policy),
+            self.settings.loop,
+            self.settings.memory,
+            audit=build_audit(self.settings),
+        )
         self.built = build_slack_app(self.settings, http=True, agent=agent)
         self.built.app.client.timeout = CLIENT_TIMEOUT_S
 

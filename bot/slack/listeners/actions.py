@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from slack_bolt import Ack, App
 from slack_sdk import WebClient
 
+from bot import metrics
 from bot.approvals import ApprovalsUnavailable
 from bot.redis_client import REDIS_ERRORS
 from bot.runbooks import RunStoreUnavailable
@@ -61,16 +62,19 @@ def register(
     @app.action(APPROVE)
     def on_approve(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
         ack()
+        metrics.ack("action")
         decide(True, body, action, client)
 
     @app.action(DENY)
     def on_deny(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
         ack()
+        metrics.ack("action")
         decide(False, body, action, client)
 
     @app.action(re.compile(f"^{FEEDBACK}_(good|bad)$"))
     def on_feedback(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
         ack()
+        metrics.ack("action")
         click = _click(body, action)
         if click is None:
             return
@@ -80,6 +84,7 @@ def register(
             state.record_feedback(click.value, click.user, value, feedback_ttl_s)
             said = "Thanks: your feedback is recorded."
         except REDIS_ERRORS:
+            metrics.redis_error("slack_feedback")
             said = "Thanks. opsbot could not store it just now (its Redis is unreachable); it is in the logs."
         later(lambda: tell(client, click.channel, click.user, said))
 

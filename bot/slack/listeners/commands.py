@@ -6,6 +6,7 @@ from typing import Any
 
 from slack_bolt import Ack, App
 
+from bot import metrics
 from bot.slack.intake import Intake
 
 
@@ -13,6 +14,7 @@ def register(app: App, intake: Intake) -> None:
     @app.command("/ops")
     def on_ops(ack: Ack, command: dict[str, Any]) -> None:
         said = intake.command(command)
+        metrics.ack("command")
         if said is None:
             ack()
         else:

@@ -8,6 +8,7 @@ from typing import Any
 
 from slack_bolt import App, BoltRequest, BoltResponse
 
+from bot import metrics
 from bot.slack.intake import Intake
 
 # Slack retries an event it got no 2xx for three times (at once, after a minute, after five);
@@ -27,14 +28,20 @@ def register(app: App, intake: Intake) -> None:
     @app.event(re.compile(".*"))
     def on_anything_else() -> None:
         """Subscribed or not, an event opsbot has no use for is acknowledged and dropped."""
+        metrics.ack("event")
 
 
 def _answer(intake: Intake, event: dict[str, Any], body: dict[str, Any], request: BoltRequest) -> BoltResponse | None:
     """The ack, or, when Redis could not take the event, a 503 so Slack delivers it again (unless
     this was its last try: then the job parked in this process is all there is)."""
     last_try = _retry_num(request) >= LAST_RETRY
-    if intake.message(event, body, acked_if_parked=last_try) or last_try:
+    if intake.message(event, body, acked_if_parked=last_try):
+        metrics.ack("event")
         return None
+    if last_try:
+        metrics.ack("event", "parked")
+        return None
+    metrics.ack("event", "redeliver")
     return BoltResponse(status=503, body="opsbot cannot reach its Redis; deliver this event again")
 
 

@@ -1,0 +1,119 @@
+"""The audit trail a security reviewer reads: every tool call (who asked, in which thread, the
+tool, its arguments as redacted, the result's status), every approval request and decision, every
+write command run. One JSON record each, on the `opsbot.audit` logger (wherever the deployment
+ships its logs), and, with Redis, in one stream kept for `audit.ttl_s`, which `opsbot audit`
+reads back.
+
+Arguments and argv are redacted before they are recorded: the trail must not become the place a
+secret someone pasted is kept. Recording never fails the work it records: a Redis error is
+logged (the record is in the log line already) and the work goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from config.policy import Principal
+from tools.redact import redact
+
+if TYPE_CHECKING:
+    from bot.redis_client import RedisClient
+
+log = logging.getLogger("opsbot.audit")
+
+Kind = Literal["tool_call", "approval_requested", "approval_decided", "write_run"]
+STREAM = "opsbot:audit"
+
+
+class AuditRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    kind: Kind
+    who: str | None = Field(default=None, description="platform:user of whoever asked or decided")
+    thread: str | None = Field(default=None, description="the conversation's thread key, or the run's origin")
+    run: str | None = Field(default=None, description="the runbook run, for a runbook's steps and requests")
+    tool: str | None = None
+    args: Any = Field(default=None, description="as redacted")
+    status: str | None = Field(default=None, description="a call's status; a decision's verdict")
+    request: str | None = Field(default=None, description="the approval request")
+    argv: list[str] | None = Field(default=None, description="a write command's argv, as redacted")
+
+    def line(self) -> str:
+        """The record as one line for people: when, what, who, where, and how it went."""
+        parts = [self.at.strftime("%Y-%m-%dT%H:%M:%SZ"), self.kind, self.who or "-"]
+        parts += [f"{name}={value}" for name, value in (("thread", self.thread), ("run", self.run)) if value]
+        if self.tool:
+            args = "" if self.args is None else f"({json.dumps(self.args, ensure_ascii=False, sort_keys=True)})"
+            parts.append(self.tool + args)
+        if self.argv:
+            parts.append(shlex.join(self.argv))
+        if self.request:
+            parts.append(f"request={self.request}")
+        if self.status:
+            parts.append(f"-> {self.status}")
+        return " ".join(parts)
+
+    @classmethod
+    def made(cls, kind: Kind, **fields: Any) -> AuditRecord:
+        """A record with its arguments and argv redacted."""
+        for name in ("args", "argv"):
+            if fields.get(name) is not None:
+                fields[name] = redact(fields[name])
+        return cls(kind=kind, **fields)
+
+
+def who(principal: Principal | None) -> str | None:
+    """platform:user, as records name people (None: nobody in particular asked)."""
+    return f"{principal.platform}:{principal.user}" if principal is not None else None
+
+
+class Audit(Protocol):
+    def record(self, entry: AuditRecord) -> None: ...
+
+
+class LoggedAudit:
+    """Records on the `opsbot.audit` logger only (the terminal, and where there is no Redis)."""
+
+    def record(self, entry: AuditRecord) -> None:
+        log.info(entry.model_dump_json(exclude_none=True))
+
+
+class RedisAudit(LoggedAudit):
+    """Records logged and also kept in one Redis stream, trimmed to `ttl_s` as each is added."""
+
+    def __init__(self, redis: RedisClient, ttl_s: float, clock: Callable[[], float] = time.time) -> None:
+        self.redis = redis
+        self.ttl_s = ttl_s
+        self.clock = clock
+
+    def record(self, entry: AuditRecord) -> None:
+        from bot.redis_client import REDIS_ERRORS
+
+        super().record(entry)
+        oldest = int((self.clock() - self.ttl_s) * 1000)
+        try:
+            # MINID trims what is older than the ttl (Redis 6.2): the stream never outlives it.
+            self.redis.xadd(STREAM, {"json": entry.model_dump_json(exclude_none=True)}, minid=oldest, approximate=False)
+            self.redis.pexpire(STREAM, int(self.ttl_s * 1000))
+        except REDIS_ERRORS as exc:
+            log.warning("audit record not kept in Redis (it is in this log): %s", exc)
+
+    def read(self, since: float | None = None, thread: str | None = None) -> Iterator[AuditRecord]:
+        """Records kept, oldest first: those since `since` (epoch seconds), of `thread` only."""
+        start = "-" if since is None else str(int(since * 1000))
+        # redis-py's stub allows None for a stream read; XRANGE always answers a list.
+        kept = cast(list[tuple[Any, dict[Any, Any]]], self.redis.xrange(STREAM, min=start))
+        for _id, fields in kept:
+            # A client passed in may or may not decode responses.
+            entry = AuditRecord.model_validate_json(fields.get(b"json") or fields["json"])
+            if thread is None or entry.thread == thread:
+                yield entry
