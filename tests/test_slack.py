@@ -528,6 +528,16 @@ def approval_message(stack: Stack, channel: str, thread_ts: str) -> dict[str, An
     )
 
 
+def restart_asked(stack: Stack, text: str = "<@UBOT> restart checkout") -> tuple[dict[str, Any], dict[str, Any]]:
+    """A mention whose model asks to restart checkout: the mention and its approval request,
+    once the first answer (saying it waits) is out."""
+    mention = payloads.app_mention(text)
+    stack.event(mention)
+    message = approval_message(stack, "C1", mention["ts"])
+    answered(stack, "C1", mention["ts"])
+    return mention, message
+
+
 def request_id(message: dict[str, Any]) -> str:
     actions = next(b for b in message["blocks"] if b.get("block_id") == "opsbot_approval")
     return str(actions["elements"][0]["value"])
@@ -579,10 +589,7 @@ def test_an_approved_write_leaves_its_whole_story_in_the_audit_trail(make_stack,
     from bot.redis_client import connect
 
     stack = make_stack(restart_then_echo(), policy=approvers_policy(sample.policy))
-    mention = payloads.app_mention("<@UBOT> restart checkout please")
-    stack.event(mention)
-    message = approval_message(stack, "C1", mention["ts"])
-    answered(stack, "C1", mention["ts"])
+    mention, message = restart_asked(stack, "<@UBOT> restart checkout please")
     rid = request_id(message)
     stack.click("opsbot_approve", rid, user="U3", message_ts=message["ts"])  # not an approver
     stack.click("opsbot_approve", rid, user="U2", message_ts=message["ts"])
@@ -606,10 +613,7 @@ def test_an_approved_write_leaves_its_whole_story_in_the_audit_trail(make_stack,
 
 def test_a_denied_command_does_not_run_and_the_model_is_told(make_stack, sample) -> None:
     stack = make_stack(restart_then_echo(), policy=approvers_policy(sample.policy))
-    mention = payloads.app_mention("<@UBOT> restart checkout")
-    stack.event(mention)
-    message = approval_message(stack, "C1", mention["ts"])
-    answered(stack, "C1", mention["ts"])
+    mention, message = restart_asked(stack)
     stack.click("opsbot_deny", request_id(message), user="U2", message_ts=message["ts"])
     answers = answered(stack, "C1", mention["ts"], count=2)
     assert "denied `restart`; it did not run" in answer_text(answers[1])
@@ -618,10 +622,7 @@ def test_a_denied_command_does_not_run_and_the_model_is_told(make_stack, sample)
 
 def test_an_expired_request_refuses_approval(make_stack, sample) -> None:
     stack = make_stack(restart_then_echo(), policy=approvers_policy(sample.policy, ttl_s=60))
-    mention = payloads.app_mention("<@UBOT> restart checkout")
-    stack.event(mention)
-    message = approval_message(stack, "C1", mention["ts"])
-    answered(stack, "C1", mention["ts"])
+    mention, message = restart_asked(stack)
     stack.built.conversation.approvals.clock = lambda: datetime.now(UTC) + timedelta(seconds=60)
     stack.click("opsbot_approve", request_id(message), user="U2", message_ts=message["ts"])
     assert stack.slack.wait_for(lambda: stack.slack.ephemerals("C1"), 5)
@@ -842,10 +843,7 @@ def test_an_allowed_teams_member_continues_the_same_thread(make_stack) -> None:
 
 def test_clicks_from_another_team_or_message_decide_nothing(make_stack, sample) -> None:
     stack = make_stack(restart_then_echo(), policy=approvers_policy(sample.policy))
-    mention = payloads.app_mention("<@UBOT> restart checkout")
-    stack.event(mention)
-    message = approval_message(stack, "C1", mention["ts"])
-    answered(stack, "C1", mention["ts"])
+    mention, message = restart_asked(stack)
     rid = request_id(message)
     stack.click("opsbot_approve", rid, user="U2", team="TX", message_ts=message["ts"])
     stack.click("opsbot_approve", rid, user="U2", channel="C7", message_ts=message["ts"])
