@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from tools.logs.filters import Filters
-from tools.logs.time import stamp_at
+from tools.logs.stamps import stamp_at
 
 MIB = 1024 * 1024
 BLOCK_BYTES = MIB

@@ -17,7 +17,8 @@ from tools.logs.filters import Filters
 from tools.logs.match import LEVELS, REGEX_SEARCH_SECONDS, RegexTooSlow, compile_regex, prefilter_for, shape_of
 from tools.logs.scan import SCAN_SECONDS, Part, Scan, mb, plural, scan_files
 from tools.logs.sources import JOURNAL_TIMEOUT_S, REAP_GRACE_S, Readers, query_command, query_journal, readers_for
-from tools.logs.time import TIME_FORMATS, stamp_at, time_arg
+from tools.logs.stamps import STYLES, stamp_at
+from tools.logs.time import time_arg
 from tools.runner import which
 
 OUTPUT_BYTES = 16_000
@@ -212,7 +213,7 @@ def _result(service: str, parts: list[Part], f: Filters, limit: int, with_source
     if scan.untimed:
         notes.append(
             f"{scan.untimed:,} matching line(s) had no time I could read and were left out by since/until "
-            f"(understood at line starts: {TIME_FORMATS}); ask without since/until to see them"
+            f"(understood: {STYLES}); ask without since/until to see them"
         )
     data: dict[str, Any] = {
         "service": service,

@@ -1,5 +1,5 @@
-"""Time for query_logs: since/until arguments, timestamps at line starts, and where a block of
-lines lies against the asked range."""
+"""Time for query_logs: since/until arguments, and where a block of lines lies against the asked
+range (each line's time is read by stamps.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from enum import Enum
 
 from tools.base import ErrorType, ToolResult
 from tools.logs.filters import Filters
+from tools.logs.stamps import epoch, stamp_at
 
 # How many lines to look through for a timestamp before calling a block untimed.
 STAMP_PROBE_LINES = 1_000
 
-TIME_FORMATS = "ISO-8601 (2026-11-29T03:07:32Z), '2026-11-29 03:07:32' and syslog 'Nov 29 03:07:32'"
 TIME_HINT = (
     "give a relative age such as 15m, 2h, 1d, 1w, or an ISO-8601 time such as 2026-11-29T03:00:00Z "
     "(times without an offset are in the service's time zone)"
@@ -23,14 +23,6 @@ _RELATIVE = re.compile(
     r"(\d+(?:\.\d+)?)\s*(s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|weeks?)(?:\s+ago)?", re.I
 )
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
-# A timestamp at the start of a line, optionally bracketed or behind a ts=/time=/"@timestamp": key.
-_STAMP = re.compile(
-    r'[\[{]?(?:"?(?:@?timestamp|time|ts)"?\s*[=:]\s*"?)?'
-    r"(?:(?P<iso>\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?(?:Z|[+-]\d\d(?::?\d\d)?)?)"
-    r"|(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}(?P<day>\d{1,2}) "
-    r"(?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d))"
-)
 
 
 def time_arg(name: str, text: str | None, zone: tzinfo | None, now: float) -> float | None | ToolResult:
@@ -50,37 +42,9 @@ def _parse_time(text: str, zone: tzinfo | None, now: float) -> float | None:
     if text.lower() == "now":
         return now
     try:
-        return _epoch(datetime.fromisoformat(text.upper().replace("/", "-")), zone)
+        return epoch(datetime.fromisoformat(text.upper().replace("/", "-")), zone)
     except (ValueError, OverflowError, OSError):  # not ISO-8601, or a year no clock can hold
         return None
-
-
-def _epoch(moment: datetime, zone: tzinfo | None) -> float:
-    if moment.tzinfo is None and zone is not None:
-        moment = moment.replace(tzinfo=zone)
-    # A naive datetime's timestamp() is local time, DST included: what syslog writes.
-    return moment.timestamp()
-
-
-def stamp_at(text: str, pos: int, f: Filters) -> float | None:
-    found = _STAMP.match(text, pos)
-    if found is None:
-        return None
-    try:
-        if found["iso"]:
-            return _epoch(datetime.fromisoformat(found["iso"].replace("/", "-")), f.zone)
-        return _syslog_epoch(found, f)
-    except (ValueError, OverflowError, OSError):  # 2026-13-45 and the like: looks like a time, is not one
-        return None
-
-
-def _syslog_epoch(found: re.Match[str], f: Filters) -> float:
-    # Syslog has no year: the current one, unless that puts the line in the future (a December
-    # line read in January).
-    year = f.year
-    parts = (_MONTHS[found["mon"]], int(found["day"]), int(found["h"]), int(found["m"]), int(found["s"]))
-    when = _epoch(datetime(year, *parts), f.zone)
-    return when if when <= f.now + 2 * 86400 else _epoch(datetime(year - 1, *parts), f.zone)
 
 
 class Verdict(Enum):

@@ -1,0 +1,196 @@
+"""The time of one log line, in the styles SREs meet: what query_logs reads since/until by.
+
+At the start of a line (an optional syslog `<PRI>` and RFC 5424 version first, or a `[`, or a
+`ts=`/`time=`/`t=` key): ISO-8601 and its log variants (`2026-12-01 10:00:00,123`,
+`2026/12/01 10:00:00`, nanoseconds, CRI and journald short-iso), syslog `Dec  1 10:00:00`, klog
+`E1201 10:00:00.123456`, Android logcat `12-01 10:00:00.123`, Apache's error log
+`[Tue Dec 01 10:00:00.123456 2026]`, HDFS `081109 203615`, Spark `17/06/09 20:10:40`, and
+logback's time-only `10:00:00.123`. Inside a line: a JSON object's time key wherever it stands
+(`time`, `ts`, `timestamp`, `@timestamp`, ...; ISO text, Go's default format or an epoch in
+s/ms/µs/ns), a logfmt `ts=`/`time=` key after others, and the access log's
+`[01/Dec/2026:10:00:00 +0000]` (nginx, Apache).
+
+Styles without a year (syslog, klog, logcat) are this year where the service is, unless that
+puts the line in the future; time-only lines are today, or yesterday if today would be ahead of
+now. Times without an offset are in the service's time zone.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone, tzinfo
+from typing import Final
+
+from tools.logs.filters import Filters
+
+STYLES: Final = (
+    "ISO-8601 and its log forms (2026-12-01T10:00:00Z, '2026-12-01 10:00:00,123', 2026/12/01 10:00:00), "
+    "syslog (Dec  1 10:00:00, with or without <PRI>, RFC 5424), klog (E1201 10:00:00.123456), "
+    "Android logcat (12-01 10:00:00.123), Apache error ([Tue Dec 01 10:00:00 2026]), access logs "
+    "([01/Dec/2026:10:00:00 +0000]), HDFS (081109 203615), Spark (17/06/09 20:10:40), logback "
+    "time-only (10:00:00.123), JSON time keys anywhere in the line (ISO or epoch s/ms/µs/ns) and "
+    "logfmt ts=/time="
+)
+
+_MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_MONTHS: Final = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
+_ISO = r"\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?(?: ?(?:Z|[+-]\d\d(?::?\d\d)?))?"
+_CLOCK = r"(?P<{p}h>\d\d):(?P<{p}m>\d\d):(?P<{p}s>\d\d)"
+
+# Anchored at a line's start. Order matters only where two styles could both match; they cannot.
+_PREFIX = re.compile(
+    r"(?:<\d{1,3}>(?:1 )?)?"  # syslog PRI, and RFC 5424's version
+    r'[\[{]?(?:"?(?:@?timestamp|time|ts|t)"?\s*[=:]\s*"?)?'
+    r"(?:(?P<iso>" + _ISO + r")"
+    r"|(?P<mon>"
+    + _MON
+    + r") {1,2}(?P<day>\d{1,2}) "
+    + _CLOCK.format(p="")
+    + r"|(?P<klog>[IWEF])(?P<kmo>\d\d)(?P<kd>\d\d) "
+    + _CLOCK.format(p="k")
+    + r"(?:\.(?P<kf>\d{1,6}))?"
+    + r"|(?P<lmo>\d\d)-(?P<ld>\d\d) "
+    + _CLOCK.format(p="l")
+    + r"\.(?P<lf>\d{3})"
+    + r"|(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<amon>"
+    + _MON
+    + r") (?P<ad>\d\d) "
+    + _CLOCK.format(p="a")
+    + r"(?:\.(?P<af>\d{1,6}))? (?P<ay>\d{4})\]"
+    + r"|(?P<hy>\d\d)(?P<hmo>\d\d)(?P<hd>\d\d) (?P<hh>\d\d)(?P<hm>\d\d)(?P<hs>\d\d) "
+    + r"|(?P<sy>\d\d)/(?P<smo>\d\d)/(?P<sd>\d\d) "
+    + _CLOCK.format(p="s")
+    + r" "
+    + r"|"
+    + _CLOCK.format(p="t")
+    + r"[.,](?P<tf>\d{3})(?= )"
+    + r")"
+)
+# How far into a line a time key or an access log's bracket is looked for.
+_SEARCH_CHARS = 2_000
+_JSON_TIME = re.compile(
+    r'"(?:@timestamp|timestamp|time|ts|t|@t|date|datetime|eventTime|logtime|asctime|time_local)"\s*:\s*'
+    r'(?:"(?P<text>[^"]{6,48})"|(?P<number>\d{9,20}(?:\.\d+)?))'
+)
+_LOGFMT_TIME = re.compile(r'(?:^|\s)(?:ts|time|t|timestamp)=(?P<q>"?)(?P<iso>' + _ISO + r")(?P=q)(?=\s|$)")
+_ACCESS = re.compile(
+    r"\[(?P<d>\d\d)/(?P<mon>" + _MON + r")/(?P<y>\d{4}):" + _CLOCK.format(p="") + r" (?P<z>[+-]\d{4})\]"
+)
+_GO_DEFAULT = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})?) ([+-]\d{4})(?: \w+)?")
+
+
+def stamp_at(text: str, pos: int, f: Filters) -> float | None:
+    """Epoch seconds of the line starting at `pos`, or None when it has no time opsbot can read."""
+    try:
+        found = _PREFIX.match(text, pos)
+        if found is not None:
+            return _prefixed(found, f)
+        end = text.find("\n", pos)
+        line = text[pos : (end if end >= 0 else len(text))][:_SEARCH_CHARS]
+        if line.startswith("{"):
+            return _json_time(line, f)
+        keyed = _LOGFMT_TIME.search(line)
+        if keyed is not None:
+            return iso_epoch(keyed["iso"], f.zone)
+        access = _ACCESS.search(line)
+        return _access_time(access) if access is not None else None
+    except (ValueError, OverflowError, OSError):  # 2026-13-45 and the like: looks like a time, is not one
+        return None
+
+
+def iso_epoch(text: str, zone: tzinfo | None) -> float:
+    """An ISO-8601 time as logs write it (a space before the offset, `,` for the fraction, `/`)."""
+    clean = text.replace("/", "-").replace(",", ".")
+    if " " in clean[11:]:
+        clean = clean[:19] + clean[19:].replace(" ", "")
+    return epoch(datetime.fromisoformat(clean), zone)
+
+
+def epoch(moment: datetime, zone: tzinfo | None) -> float:
+    """Epoch seconds of `moment`, read in `zone` when it names no offset itself."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=zone)
+    # A naive datetime's timestamp() is local time, DST included: what syslog writes.
+    return moment.timestamp()
+
+
+def _prefixed(found: re.Match[str], f: Filters) -> float:
+    g = found.groupdict()
+    if g["iso"]:
+        return iso_epoch(g["iso"], f.zone)
+    if g["mon"]:
+        return _yearless(_MONTHS[g["mon"]], int(g["day"]), _clock(g, ""), 0, f)
+    if g["klog"]:
+        return _yearless(int(g["kmo"]), int(g["kd"]), _clock(g, "k"), _micros(g["kf"]), f)
+    if g["lmo"]:
+        return _yearless(int(g["lmo"]), int(g["ld"]), _clock(g, "l"), _micros(g["lf"]), f)
+    if g["amon"]:
+        moment = datetime(int(g["ay"]), _MONTHS[g["amon"]], int(g["ad"]), *_clock(g, "a"), _micros(g["af"]))
+        return epoch(moment, f.zone)
+    if g["hy"]:
+        month, day, hour, minute, second = (int(g[k] or 0) for k in ("hmo", "hd", "hh", "hm", "hs"))
+        return epoch(datetime(2000 + int(g["hy"] or 0), month, day, hour, minute, second), f.zone)
+    if g["sy"]:
+        return epoch(datetime(2000 + int(g["sy"]), int(g["smo"]), int(g["sd"]), *_clock(g, "s")), f.zone)
+    return _dayless(_clock(g, "t"), _micros(g["tf"]), f)
+
+
+def _clock(g: dict[str, str | None], p: str) -> tuple[int, int, int]:
+    return int(g[p + "h"] or 0), int(g[p + "m"] or 0), int(g[p + "s"] or 0)
+
+
+def _micros(fraction: str | None) -> int:
+    return int((fraction or "0").ljust(6, "0")[:6])
+
+
+def _yearless(month: int, day: int, clock: tuple[int, int, int], micros: int, f: Filters) -> float:
+    # No year: the current one, unless that puts the line in the future (a December line read in
+    # January).
+    when = epoch(datetime(f.year, month, day, *clock, micros), f.zone)
+    return when if when <= f.now + 2 * 86400 else epoch(datetime(f.year - 1, month, day, *clock, micros), f.zone)
+
+
+def _dayless(clock: tuple[int, int, int], micros: int, f: Filters) -> float:
+    today = datetime.fromtimestamp(f.now, f.zone).date()
+    moment = datetime(today.year, today.month, today.day, *clock, micros)
+    when = epoch(moment, f.zone)
+    return when if when <= f.now + 60 else epoch(moment - timedelta(days=1), f.zone)
+
+
+def _json_time(line: str, f: Filters) -> float | None:
+    for found in _JSON_TIME.finditer(line):
+        when = _number_time(found["number"]) if found["number"] else _text_time(found["text"], f)
+        if when is not None:
+            return when
+    return None
+
+
+def _number_time(number: str) -> float:
+    """An epoch in seconds, milliseconds, microseconds or nanoseconds, told apart by size."""
+    value = float(number)
+    for scale in (1, 1e3, 1e6, 1e9):
+        if value / scale < 1e11:  # before the year 5138
+            return value / scale
+    raise ValueError(f"{number} is no epoch")
+
+
+def _text_time(text: str, f: Filters) -> float | None:
+    if text.isdigit():
+        return _number_time(text)
+    go = _GO_DEFAULT.fullmatch(text)
+    if go is not None:  # logrus and Go's time.String(): "2026-12-01 10:00:00.123456789 +0000 UTC"
+        return iso_epoch(f"{go[1]}{go[2]}", f.zone)
+    access = _ACCESS.fullmatch(f"[{text}]")
+    if access is not None:
+        return _access_time(access)
+    try:
+        return iso_epoch(text, f.zone)
+    except ValueError:
+        return None
+
+
+def _access_time(found: re.Match[str]) -> float:
+    zone = found["z"]
+    offset = timedelta(hours=int(zone[1:3]), minutes=int(zone[3:5])) * (-1 if zone[0] == "-" else 1)
+    moment = datetime(int(found["y"]), _MONTHS[found["mon"]], int(found["d"]), *_clock(found.groupdict(), ""))
+    return moment.replace(tzinfo=timezone(offset)).timestamp()
