@@ -3,6 +3,14 @@
 `logs checkout ERROR timeout` calls query_logs(service=checkout, level=ERROR, contains=timeout)
 through the same executor as the loop, so validation, timeouts and redaction are the same.
 
+The word after the service is a level when it is meant as one (`_meant_as_level`): a spelling
+opsbot knows, in any case (ERROR, error, WARNING, warn, eror, E, panic), or a word of four or
+more letters one edit away from a level word of four or more with the same first letter
+(WARNNG, errror, debgu, errors). A known spelling becomes its level; a misspelling goes to the
+tool as written, which refuses it with the levels and "did you mean WARN?", so it never turns
+into a text search that quietly finds nothing. Every other word is text: `timeout`, `OOM`,
+`502`, `status=502`. A level word meant as text is searched with `regex=(?i)panic`.
+
 Only an exact command form is a command: `reset` alone resets, but "reset of payments broke
 checkout?" is a question, and so is "logs show 502s" when there is no service called `show`.
 `decide` is the one place that tells a command from a question; every front end asks it.
@@ -27,11 +35,12 @@ from config.policy import Policy, Principal
 from tools.base import ErrorType, ToolResult
 from tools.commands import ApprovalRequest
 from tools.executor import ToolCall
-from tools.logs import LEVELS
+from tools.logs import Level, misspelling_of, parse_level
 
 USAGE = """Direct commands (no model needed):
   services                         what can be looked at: services, commands, config files
-  logs <service> [level] [text]    newest log lines; level is one of DEBUG, INFO, WARN, ERROR;
+  logs <service> [level] [text]    newest log lines; level: DEBUG, INFO, WARN, ERROR (or WARNING,
+                                   ERR, FATAL, E ...), the minimum shown; a near miss is refused;
                                    options: since=15m until=2h limit=20 regex=RE (ISO-8601 times too)
   run <command> [name=value ...]   run an allowlisted diagnostic command with its parameters
   config <root>[/path] [key.path]  a config root's files, one file, or one value of it
@@ -161,8 +170,11 @@ def _tool_call(policy: Policy, name: str, args: list[str]) -> ToolCall | NotACom
             )
         query: dict[str, object] = {"service": args[0]}
         rest = args[1:]
-        if rest and rest[0].upper() in LEVELS:
-            query["level"] = rest.pop(0).upper()
+        if rest and _meant_as_level(rest[0]):
+            word = rest.pop(0)
+            level = parse_level(word)
+            # A misspelling goes as written: the tool's refusal names the levels and the nearest one.
+            query["level"] = level.value if isinstance(level, Level) else word
         # Only these names are options; any other word, "status=502" too, is text to search for.
         # Values go to the tool unchecked, so a bad one gets the tool's own error and hint.
         text: list[str] = []
@@ -197,6 +209,20 @@ def _tool_call(policy: Policy, name: str, args: list[str]) -> ToolCall | NotACom
         )
     read = {"name": root, **({"path": path} if path else {}), **({"key": args[1]} if len(args) == 2 else {})}
     return ToolCall("direct", "read_config", json.dumps(read))
+
+
+def _meant_as_level(word: str) -> bool:
+    """Whether the word after `logs <service>` is meant as a level (the module's docstring says
+    the rule). Letters only: a number there is text (`logs checkout 502`), since HTTP statuses are
+    searched far more often than numeric levels are typed. Capitals are no sign (OOM, NPE, EOF
+    and FAIL are searched for), and two edits reach real words (errno, fail, tracks)."""
+    if not word.isalpha():
+        return False
+    if isinstance(parse_level(word), Level):
+        return True
+    if len(word) < 4:
+        return False  # `db`, `tls`: too many short words are one edit from inf, dbg, err
+    return misspelling_of(word, 1) is not None
 
 
 def _runbook_call(policy: Policy, args: list[str]) -> ToolCall | NotACommand | RunbookRequest:

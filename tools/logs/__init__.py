@@ -19,9 +19,10 @@ had found nothing yet.
 Files: files.py opens each file with O_NONBLOCK|O_CLOEXEC, and O_NOFOLLOW except for a path
 written out in the policy (the operator's word; followed), then requires by fstat the regular
 file that was listed. The modules: args (what the model gives), filters (the query made ready
-for matching), time (since/until, timestamps), match (levels, substring, regex), files
-(discovery, safe open, readers), scan (the scan and its caps), sources (journald, log_command),
-query (the tool and the result). The rest of opsbot imports the names below from here.
+for matching), time (since/until, timestamps), levels (the level names, their spellings and
+numbers: parse_level for a level someone gives, level words in lines), match (levels, substring,
+regex), files (discovery, safe open, readers), scan (the scan and its caps), sources (journald,
+log_command), query (the tool and the result). The rest of opsbot imports the names below from here.
 
 Two more sources (config/policy/services.py has their format), both run through tools/runner.py
 (no shell, no stdin, minimal environment, process group killed on timeout, output capped):
@@ -54,8 +55,19 @@ shown; a failing source is a note as long as another one answered.
 
 from tools.logs.args import QueryLogsArgs
 from tools.logs.files import log_files
-from tools.logs.match import LEVELS
+from tools.logs.levels import LEVELS, Level, misspelling_of, parse_level
 from tools.logs.query import query_logs, query_logs_tool
 from tools.logs.sources import Readers, readers_for
 
-__all__ = ["LEVELS", "QueryLogsArgs", "Readers", "log_files", "query_logs", "query_logs_tool", "readers_for"]
+__all__ = [
+    "LEVELS",
+    "Level",
+    "QueryLogsArgs",
+    "Readers",
+    "log_files",
+    "misspelling_of",
+    "parse_level",
+    "query_logs",
+    "query_logs_tool",
+    "readers_for",
+]

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
-_ALIASES = {"WARNING": "WARN", "ERR": "ERROR", "FATAL": "ERROR", "CRITICAL": "ERROR", "CRIT": "ERROR"}
+from tools.logs.levels import UnknownLevel, parse_level
 
 
 class QueryLogsArgs(BaseModel):
@@ -14,7 +15,9 @@ class QueryLogsArgs(BaseModel):
 
     service: str = Field(description="service name, as listed by list_services")
     level: Literal["DEBUG", "INFO", "WARN", "ERROR"] | None = Field(
-        default=None, description="minimum level; ERROR shows only errors, WARN warnings and errors"
+        default=None,
+        description="minimum level; ERROR shows only errors, WARN warnings and errors "
+        "(WARNING, ERR, CRIT, FATAL, E and syslog or pino numbers are understood too)",
     )
     since: str | None = Field(
         default=None, max_length=40, description="only lines at or after this time: 15m, 2h, 1d or ISO-8601"
@@ -32,9 +35,20 @@ class QueryLogsArgs(BaseModel):
 
     @field_validator("level", mode="before")
     @classmethod
-    def _level_aliases(cls, value: Any) -> Any:
-        # Models write "error" or "WARNING" as often as "ERROR"; refusing those wastes a step.
-        if isinstance(value, str):
-            upper = value.strip().upper()
-            return _ALIASES.get(upper, upper)
-        return value
+    def _level_spellings(cls, value: Any) -> Any:
+        # Models write "error", "WARNING" or 50 as often as "ERROR"; refusing those wastes a step.
+        # An unknown level is refused with the levels and the nearest one, never guessed at: a
+        # wrong guess would answer a different question without saying so.
+        if value is None:
+            return None
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise PydanticCustomError(
+                "level_type", "a level is a name such as ERROR or a number, not {kind}", {"kind": type(value).__name__}
+            )
+        level = parse_level(value)
+        if isinstance(level, UnknownLevel):
+            # The message goes in as a value, not as the template: braces in it stay as written.
+            raise PydanticCustomError("unknown_level", "{reason}", {"reason": level.message})
+        return level.value

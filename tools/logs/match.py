@@ -19,41 +19,15 @@ import regex
 
 from tools.base import ErrorType, ToolResult
 from tools.logs.filters import Filters, Prefilter
+from tools.logs.levels import LEVELS as LEVELS  # query.py reads it from here
+from tools.logs.levels import level_rank
+from tools.logs.levels import level_tokens as _level_tokens  # its name before levels.py: prefilter_for unchanged
 from tools.logs.time import Verdict, time_of
 from tools.redact import marker_free, redact_lines
 from tools.redact.pem import MARKER as PEM_MARKER
 from tools.redact.pem import in_body_run, redact_body_runs
 
-LEVELS = ("DEBUG", "INFO", "WARN", "ERROR")
 REGEX_SEARCH_SECONDS = 0.5
-LEVEL_HEAD_CHARS = 200
-
-
-# ---------------------------------------------------------------- levels
-
-_LEVEL_RANKS = {
-    "trace": 0, "debug": 0, "info": 1, "notice": 1, "warn": 2, "warning": 2,
-    "err": 3, "error": 3, "crit": 3, "critical": 3, "fatal": 3, "alert": 3,
-    "emerg": 3, "emergency": 3, "panic": 3, "severe": 3,
-}  # fmt: skip
-# A level word standing on its own: "ERROR", "[warn]", "level=error", "<crit>", "error:".
-_LEVEL_WORD = re.compile(
-    r"(?<![^\s\[<(=:\"'|])(" + "|".join(sorted(_LEVEL_RANKS, key=len, reverse=True)) + r")(?![^\s\]>):\"',;|])",
-    re.IGNORECASE,
-)
-
-
-def level_rank(line: str) -> int | None:
-    """The rank of the line's first level word (0 DEBUG ... 3 ERROR), looked for near its start."""
-    found = _LEVEL_WORD.search(line, 0, LEVEL_HEAD_CHARS)
-    return _LEVEL_RANKS[found[1].lower()] if found else None
-
-
-def _level_tokens(min_rank: int) -> tuple[str, ...]:
-    """Substrings one of which every line of at least `min_rank` holds, in lower case: "err"
-    stands for "error" too, so a block is searched once per stem, not once per word."""
-    words = sorted(w for w, rank in _LEVEL_RANKS.items() if rank >= min_rank)
-    return tuple(w for w in words if not any(o != w and o in w for o in words))
 
 
 # ---------------------------------------------------------------- regex safety
