@@ -25,6 +25,7 @@ from bot.version import VERSION
 from config.check import ConfigError
 from config.policy import Principal
 from config.runbooks import load_runbooks
+from config.sample_env import prepare_sample
 from config.settings import SAMPLE_CONFIG, Settings, load_file_config
 from tools.base import CallStatus, ToolResult
 from tools.catalog import runbook_arg_problems
@@ -128,12 +129,14 @@ def main(ctx: click.Context, config_path: Path | None, verbose: bool) -> None:
 def _settings(ctx: click.Context) -> Settings:
     path: Path | None = ctx.obj
     if path is None:
+        # A copy whose logs end a few minutes ago, so `logs checkout ERROR since=2h` finds what README says.
+        path = prepare_sample(SAMPLE_CONFIG, VERSION)
+        redated = f"; its logs re-dated to end now, in {path.parent}" if path != SAMPLE_CONFIG else ""
         click.secho(
-            f"Using the bundled sample environment ({SAMPLE_CONFIG}); set OPSBOT_CONFIG for yours.",
+            f"Using the bundled sample environment ({SAMPLE_CONFIG}{redated}); set OPSBOT_CONFIG for yours.",
             fg="bright_black",
             err=True,
         )
-        path = SAMPLE_CONFIG
     try:
         return Settings.load(path)
     except ConfigError as exc:
