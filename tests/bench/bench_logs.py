@@ -1,16 +1,20 @@
-"""Figures for query_logs on a 1 GB log (`python tests/bench/bench_logs.py [SIZE_MB]`).
+"""Figures for query_logs on a 1 GiB log (`python tests/bench/bench_logs.py [SIZE_MB]`).
 
-A script, not a test (pytest does not collect it). It writes a log of SIZE_MB (default 1024) in a
-temporary directory, spanning the 24 hours up to now, about 110 bytes a line:
+A script, not a test (pytest does not collect it). It writes a log of at most SIZE_MB MiB
+(default 1024: just under 1 GiB, the needle search's cap) in a temporary directory, spanning the
+24 hours up to now, about 113 bytes a line:
 - INFO lines, a WARN every 100 lines;
 - an ERROR every 2 minutes throughout (1 in ~13,000 lines, ~1.4 MB apart), and one every 10 s
   in the last 5 minutes: the last 50 ERRORs reach ~30 MB back;
-- one line holding `req-needle-new` a minute before the end and one holding `req-needle-old` in
-  the first minute (a search only the scan cap can end).
+- request ids to look for: `req-needle-old` in the first minute (the start of the file),
+  `req-needle-mid` at 12 h (the middle), `req-needle-new` a minute before the end; and
+  `req-needle-none`, which no line holds.
 Then it runs queries through the real executor (validation, the tool, redaction), each REPEAT
 times, and prints the median and the slowest; the first query also once with the file evicted
 from the page cache (posix_fadvise DONTNEED), i.e. read from disk. A 64 MB rotated .gz is timed
-too. Everything is deleted at the end.
+too. The needles are then looked for by opsbot beside `grep -F -i -m1`, `grep -F -i -c` and
+`tac FILE | grep -F -i -m1` on the same file, medians of REPEAT runs each, also once from disk.
+Everything is deleted at the end.
 """
 
 from __future__ import annotations
@@ -18,11 +22,15 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shlex
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +45,7 @@ from tools.logs import query_logs_tool  # noqa: E402
 
 REPEAT = 5
 TARGET_S = 1.0
+GREP_RATIO = 1.5  # issue 14: a needle is found within 1.5 times the time of `grep -F -i -c`
 SPAN_S = 24 * 3600
 LINE = "{ts} INFO  checkout-api GET /v1/cart/{n:08x} 200 {ms:3d}ms request_id=req-{n:08x} user=u-{u:05d}\n"
 ERROR = '{ts} ERROR checkout-api POST /v1/checkout 502 error="upstream timeout after {ms}ms" request_id=req-{n:08x}\n'
@@ -50,7 +59,13 @@ QUERIES: list[tuple[str, dict[str, Any]]] = [
     ("since=15m level=WARN, last 50", {"since": "15m", "level": "WARN", "limit": 50}),
     ("until=12h level=ERROR (bisected)", {"until": "12h", "level": "ERROR", "limit": 50}),
     ("contains a request id 1 min old", {"contains": "req-needle-new", "limit": 50}),
-    ("contains a request id 24 h old (scan cap)", {"contains": "req-needle-old", "limit": 50}),
+    ("contains a request id 24 h old (the start)", {"contains": "req-needle-old", "limit": 50}),
+]
+NEEDLES = [
+    ("at the start", "req-needle-old"),
+    ("in the middle", "req-needle-mid"),
+    ("at the end", "req-needle-new"),
+    ("absent", "req-needle-none"),
 ]
 
 
@@ -70,7 +85,8 @@ def second_of_lines(epoch: float, first: int, count: int) -> str:
 
 def write_log(path: Path, size_mb: int, end: float) -> int:
     """The log described above; returns its number of ERROR lines."""
-    per_second = max(1, size_mb * 1024 * 1024 // 110 // SPAN_S)
+    line_bytes = len(second_of_lines(end, 0, 1000)) / 1000  # lines are of fixed widths
+    per_second = max(1, int(size_mb * 1024 * 1024 / line_bytes) // SPAN_S)
     start, errors, n = end - SPAN_S, 0, 0
     with open(path, "w", encoding="utf-8", buffering=4 * 1024 * 1024) as out:
         for second in range(SPAN_S):
@@ -83,6 +99,8 @@ def write_log(path: Path, size_mb: int, end: float) -> int:
                 errors += 1
             if second == 30:
                 text += f"{stamp(epoch)} INFO  checkout-api GET /v1/cart 200 request_id=req-needle-old\n"
+            if second == SPAN_S // 2:
+                text += f"{stamp(epoch)} INFO  checkout-api GET /v1/cart 200 request_id=req-needle-mid\n"
             if second == SPAN_S - 60:
                 text += f"{stamp(epoch)} INFO  checkout-api GET /v1/cart 200 request_id=req-needle-new\n"
             out.write(text)
@@ -94,7 +112,7 @@ def write_gz(directory: Path, end: float) -> Path:
     plain, rotated = directory / "app.log", directory / "app.log.1.gz"
     with gzip.open(rotated, "wt", encoding="utf-8", compresslevel=6) as out:
         n, second = 0, 0
-        while out.tell() < 64 * 1024 * 1024:  # type: ignore[attr-defined]
+        while out.tell() < 64 * 1024 * 1024:
             out.write(second_of_lines(end - 7200 + second, n, 40))
             if second % 60 == 0:
                 out.write(ERROR.format(ts=stamp(end - 7200 + second), ms=2500, n=n))
@@ -128,13 +146,71 @@ def executor_for(path: Path) -> Executor:
 
 
 def report(label: str, executor: Executor, args: dict[str, Any]) -> float:
-    times, data = [], {}
+    times: list[float] = []
+    data: dict[str, Any] = {}
     for _ in range(REPEAT):
         elapsed, data = timed(executor, args)
         times.append(elapsed)
     median = statistics.median(times)
     print(f"  {label:<44} median {median * 1000:7.1f} ms  max {max(times) * 1000:7.1f} ms  | {data['summary']}")
     return median
+
+
+def shell_time(command: str) -> float:
+    # Output to a pipe, not /dev/null: GNU grep stops at the first match when it writes to
+    # /dev/null, which would make `grep -c` a `grep -q`.
+    begun = time.perf_counter()
+    subprocess.run(command, shell=True, capture_output=True, check=False)
+    return time.perf_counter() - begun
+
+
+def seconds(executor: Executor, args: dict[str, Any]) -> float:
+    return timed(executor, args)[0]
+
+
+def median_of(run: Callable[[], float]) -> float:
+    return statistics.median(run() for _ in range(REPEAT))
+
+
+def needles(executor: Executor, path: Path) -> bool:
+    """opsbot beside grep for each needle; True if every needle is found within GREP_RATIO of
+    `grep -F -i -c` (the reference that reads the whole file, as a search from the end must)."""
+    size, file = path.stat().st_size, shlex.quote(str(path))
+    print(f"needles in {path.name} ({size / 1024**3:.2f} GiB), median of {REPEAT}; ratio = opsbot / grep -F -i -c:")
+    header = f"  {'needle':<14} {'opsbot':>9} {'MB/s':>6} {'grep -m1':>9} {'grep -c':>9} {'tac|grep':>9} {'ratio':>6}"
+    print(header + "  | opsbot's summary")
+    reached = True
+    for label, needle in NEEDLES:
+        args = {"contains": needle, "limit": 50}
+        mine = median_of(partial(seconds, executor, args))
+        _, data = timed(executor, args)
+        first = median_of(partial(shell_time, f"grep -F -i -m1 {needle} {file}"))
+        count = median_of(partial(shell_time, f"grep -F -i -c {needle} {file}"))
+        backward = median_of(partial(shell_time, f"tac {file} | grep -F -i -m1 {needle}"))
+        expected = 0 if label == "absent" else 1
+        found = data["matches"] == expected and data["complete"]
+        reached &= found and mine <= GREP_RATIO * count
+        rate = f"{size / 1024**2 / mine:6.0f}" if data["complete"] else "capped"  # not the whole file read
+        print(
+            f"  {label:<14} {mine * 1000:6.0f} ms {rate} {first * 1000:6.0f} ms "
+            f"{count * 1000:6.0f} ms {backward * 1000:6.0f} ms {mine / count:5.2f}x  | {data['summary']}"
+        )
+    regex_args = {"regex": r"request_id=req-needle-o\w+", "limit": 50}
+    mine = median_of(partial(seconds, executor, regex_args))
+    _, data = timed(executor, regex_args)
+    rate = f"{size / 1024**2 / mine:6.0f}" if data["complete"] else "capped"
+    print(f"  {'regex, start':<14} {mine * 1000:6.0f} ms {rate}  | {regex_args['regex']}: {data['summary']}")
+    evict(path)
+    cold, data = timed(executor, {"contains": NEEDLES[0][1], "limit": 50})
+    evict(path)
+    grep_cold = shell_time(f"grep -F -i -c {NEEDLES[0][1]} {file}")
+    evict(path)
+    tac_cold = shell_time(f"tac {file} | grep -F -i -m1 {NEEDLES[0][1]}")
+    print(
+        f"  from disk, at the start: opsbot {cold * 1000:.0f} ms, grep -F -i -c {grep_cold * 1000:.0f} ms, "
+        f"tac | grep -F -i -m1 {tac_cold * 1000:.0f} ms  | {data['summary']}"
+    )
+    return reached
 
 
 def main() -> None:
@@ -164,9 +240,13 @@ def main() -> None:
         print(f"rotated: app.log 1 MB + app.log.1.gz {packed:.0f} MB (64 MB uncompressed)")
         report("last 50 ERROR lines (all in the .gz)", executor_for(plain), {"level": "ERROR", "limit": 50})
 
+        found = needles(executor, path)
+
         verdict = "reached" if first < TARGET_S else "NOT reached"
         print(f"target: last 50 ERROR lines of a 1 GB log in well under {TARGET_S:g} s: {verdict}", end=" ")
         print(f"(median {first * 1000:.0f} ms, from disk {cold * 1000:.0f} ms)")
+        verdict = "reached" if found else "NOT reached"
+        print(f"target: every needle found and counted, within {GREP_RATIO:g}x of grep -F -i -c: {verdict}")
 
 
 if __name__ == "__main__":
