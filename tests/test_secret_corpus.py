@@ -328,7 +328,7 @@ def slack_posts(redis_server: RedisServer, model: ModelServer) -> Iterator[dict[
             for mention in mentions:
                 assert stack.event(mention).status == 200
             answered = slack.wait_for(lambda: all(stack.answers(m["channel"], m["ts"]) for m in mentions), 60)
-            assert answered and stack.idle(), "every mention was answered"
+            assert answered and stack.idle(timeout=60), "every mention was answered"
             posts = {}
             for kind in KINDS:
                 channel = channel_of(kind)
