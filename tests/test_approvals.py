@@ -26,6 +26,7 @@ from bot.approvals import (
     RedisApprovalStore,
     Verdict,
 )
+from bot.audit import AuditRecord
 from config.policy import Command, Gate, Policy, Principal
 from config.settings import Settings
 from tests.fakes.redis_server import RedisServer
@@ -96,6 +97,14 @@ class Waiter:
     def resume(self, pending: Pending, decision: Decision) -> None:
         self.log.append(f"resumed {decision.verdict.value}")
         self.decisions.append(decision)
+
+
+class KeptAudit:
+    def __init__(self, kept: list[AuditRecord]) -> None:
+        self.kept = kept
+
+    def record(self, entry: AuditRecord) -> None:
+        self.kept.append(entry)
 
 
 class Clock:
@@ -345,9 +354,16 @@ def test_a_party_that_stopped_waiting_is_not_decided_for(
     decision = approvals.decide(pending.id, True, APPROVER, Shown(log), at="C1/2.2")
     assert decision.verdict is Verdict.refused and "the run was cancelled" in decision.message
     waiter.gone, waiter.stop = None, "it changed just now"
+    kept: list[AuditRecord] = []
+    approvals.audit = KeptAudit(kept)
     stopped = approvals.decide(pending.id, True, APPROVER, Shown(log), at="C1/2.2")
     assert stopped.verdict is Verdict.refused and "changed just now" in stopped.message
     assert waiter.decisions == []
+    assert [(r.kind, r.status) for r in kept] == [
+        ("approval_decided", "approved"),
+        ("write_run", "not_run"),
+        ("approval_decided", "refused"),  # what the click came to: nothing was decided for anyone waiting
+    ]
 
 
 def test_a_redis_that_is_down_says_so(sample: Settings, own_redis: RedisServer) -> None:

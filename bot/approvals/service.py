@@ -195,6 +195,9 @@ class Approvals:
             return Decision(verdict=verdict, message="Approved.", pending=pending, by=by.user)
         stopped = waiting.starting(pending, by) if waiting is not None else None
         if stopped is not None:
+            # Approved and claimed, yet nothing ran (the run was cancelled meanwhile): the trail says so.
+            command = pending.command
+            self._audit("write_run", pending, by, tool=command.command, argv=list(command.argv), status="not_run")
             return _refused(pending, stopped)
         view.running(pending, by)
         result = self._run(pending, by, now)
