@@ -149,9 +149,9 @@ def test_a_typo_gets_did_you_mean(typo: str, meant: int) -> None:
         ("[03:07:32 ERR] Charge failed", ERROR),
         # zap's development encoder
         ("2026-11-29T03:07:32.123Z\tDPANIC\tpay/charge.go:12\tinvariant broken", ERROR),
-        # One letter and numbers stand for levels only where a format puts them (a format reader's job).
+        # One letter stands for a level only where a format puts it; a number only under a JSON level key.
         ("2026-11-29T03:07:32Z I think the queue is stuck", None),
-        ('{"level":50,"time":1764385652000,"msg":"boom"}', None),
+        ('{"level":50,"time":1764385652000,"msg":"boom"}', 3),  # pino's number under its JSON key
         # Unicode case folding would match these to level words they are not (and raised before).
         ("2026-11-29T03:07:32Z ſevere crıt İNFO", None),
     ],
@@ -382,3 +382,39 @@ def test_a_one_edit_typo_in_the_direct_command_is_a_level_or_refused(
         assert args["level"] == known.value
     else:
         assert args["level"] == typo and known.suggestion is not None
+
+
+# ---------------------------------------------------------------- levels JSON lines carry under a key
+
+PINO_AND_BUNYAN = [
+    # pino docs (getpino.io): numeric levels under "level", before "time" and "msg"
+    '{"level":30,"time":1531171074631,"msg":"hello world","pid":657,"hostname":"Davids-MBP-3.fritz.box"}',
+    '{"level":40,"time":1531171074632,"msg":"disk info is stale","pid":657}',
+    '{"level":50,"time":1531171074633,"msg":"info: payment failed","pid":657}',
+    '{"level":60,"time":1531171074634,"msg":"out of memory","pid":657}',
+    # bunyan README: the same numbers, after name, hostname and pid; json.dumps' spacing too
+    '{"name":"myapp","hostname":"banana.local","pid":40161,"level":50,"msg":"hi","time":"2013-01-04T18:46:23.851Z","v":0}',
+    '{"name": "myapp", "level": 20, "msg": "error budget recomputed", "time": "2013-01-04T18:46:24.851Z"}',
+]
+
+
+@pytest.mark.parametrize("line, rank", list(zip(PINO_AND_BUNYAN, [1, 2, 3, 3, 3, 0], strict=True)))
+def test_a_json_line_s_level_is_its_level_key_not_a_word_of_its_message(line: str, rank: int) -> None:
+    assert level_rank(line) == rank
+
+
+def test_a_level_filter_finds_pino_and_bunyan_lines_by_their_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "node.log"
+    path.write_text("\n".join(PINO_AND_BUNYAN) + "\n")
+    policy = Policy(services={"node": Service(logs=[path], timezone="UTC")})
+    executor = Executor(Registry([query_logs_tool(policy)]), RetryPolicy(timeout_s=20, retries=0, backoff_s=0.01))
+
+    def shown(level: str) -> list[str]:
+        call = ToolCall("c1", "query_logs", json.dumps({"service": "node", "level": level}))
+        result = executor.run_one(call).result
+        assert result.ok, result
+        return [line for line in PINO_AND_BUNYAN if line in result.data["lines"]]
+
+    assert shown("ERROR") == [PINO_AND_BUNYAN[2], PINO_AND_BUNYAN[3], PINO_AND_BUNYAN[4]]
+    assert shown("WARN") == PINO_AND_BUNYAN[1:5]
+    assert shown("DEBUG") == PINO_AND_BUNYAN

@@ -181,14 +181,30 @@ _LEVEL_WORD = re.compile(
 )
 
 
+# A JSON line's level is its level key, wherever it stands and whatever words its message holds:
+# a word (logrus, structlog, GCP's severity) or pino and bunyan's number (getpino.io, bunyan's README).
+_JSON_LEVEL = re.compile(r'"(?:level|lvl|severity|levelname)"\s*:\s*"([A-Za-z]{1,12})"|"level"\s*:\s*(\d{1,2})\b')
+_JSON_LEVEL_CHARS = 2_000
+# pino/bunyan's level numbers as a line holds them, with and without json.dumps' space.
+_PINO_LEVELS = (10, 20, 30, 40, 50, 60)
+
+
 def level_rank(line: str) -> int | None:
-    """The rank of the line's first level word (0 DEBUG ... 3 ERROR), looked for near its start."""
+    """The rank of the line's level (0 DEBUG ... 3 ERROR): a JSON line's level key, else the
+    first level word near the line's start."""
+    if line.startswith("{"):
+        keyed = _JSON_LEVEL.search(line, 0, _JSON_LEVEL_CHARS)
+        if keyed is not None:
+            return rank_of(keyed[1]) if keyed[1] else numeric_rank(int(keyed[2]), Scheme.pino)
     found = _LEVEL_WORD.search(line, 0, LEVEL_HEAD_CHARS)
     return WORD_RANKS[found[1].lower()] if found else None
 
 
 def level_tokens(min_rank: int) -> tuple[str, ...]:
     """Substrings one of which every line of at least `min_rank` holds, in lower case: "err"
-    stands for "error" too, so a block is searched once per stem, not once per word."""
+    stands for "error" too, so a block is searched once per stem, not once per word; and the
+    leading digit of pino's numbers under "level" (`"level":5` stands for 50 to 59)."""
     words = sorted(w for w, rank in WORD_RANKS.items() if rank >= min_rank)
-    return tuple(w for w in words if not any(o != w and o in w for o in words))
+    stems = tuple(w for w in words if not any(o != w and o in w for o in words))
+    digits = sorted({str(n)[0] for n in _PINO_LEVELS if (numeric_rank(n, Scheme.pino) or 0) >= min_rank})
+    return stems + tuple(f'"level":{gap}{d}' for d in digits for gap in ("", " "))
