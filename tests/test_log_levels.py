@@ -418,3 +418,47 @@ def test_a_level_filter_finds_pino_and_bunyan_lines_by_their_numbers(tmp_path: P
     assert shown("ERROR") == [PINO_AND_BUNYAN[2], PINO_AND_BUNYAN[3], PINO_AND_BUNYAN[4]]
     assert shown("WARN") == PINO_AND_BUNYAN[1:5]
     assert shown("DEBUG") == PINO_AND_BUNYAN
+
+
+# ---------------------------------------------------------------- levels a format puts where no word is
+
+PLACED = [
+    # RFC 3164, section 5.4: PRI 34 is facility 4, severity 2 (critical)
+    ("<34>Oct 11 22:14:15 mymachine su: 'su root' failed for lonvick on /dev/pts/8", 3),
+    # RFC 5424, section 6.5: PRI 165 is facility 20, severity 5 (notice), whatever the message says
+    ("<165>1 2003-08-24T05:14:15.000003-07:00 192.0.2.1 myproc 8710 - - error budget: fine", 1),
+    # Kubernetes docs, system logs: klog's letter before the date
+    ("I1025 00:15:15.525108       1 httplog.go:79] GET /api/v1/namespaces/kube-system/pods: (1.512ms) 200", 1),
+    ("E1025 00:15:16.000001       1 controller.go:114] error syncing 'kube-system/coredns': timeout", 3),
+    ("W1025 00:15:17.000001       1 reflector.go:302] watch of *v1.Pod ended with: too old resource version", 2),
+    # Android developers, logcat: threadtime's letter after pid and tid
+    ("08-22 14:39:58.102  1234  1234 E AndroidRuntime: FATAL EXCEPTION: main", 3),
+    ("08-22 14:39:58.103  1234  1240 I ActivityManager: Start proc com.example for activity", 1),
+    # Apache httpd docs, the Common Log Format (nginx's combined starts alike): the status decides
+    ('127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 503 2326', 3),
+    ('127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /missing HTTP/1.0" 404 209', 2),
+    ('127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /error-page HTTP/1.0" 200 2326', 1),
+]
+
+
+@pytest.mark.parametrize("line, rank", PLACED)
+def test_a_level_a_format_puts_at_a_line_s_start_is_read(line: str, rank: int) -> None:
+    assert level_rank(line) == rank
+
+
+def test_a_level_filter_finds_lines_whose_level_is_no_word(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.log"
+    lines = [line for line, _ in PLACED]
+    path.write_text("\n".join(lines) + "\n")  # the first line is one a level token must find at the start
+    policy = Policy(services={"mixed": Service(logs=[path], timezone="UTC")})
+    executor = Executor(Registry([query_logs_tool(policy)]), RetryPolicy(timeout_s=20, retries=0, backoff_s=0.01))
+
+    def shown(level: str) -> list[str]:
+        call = ToolCall("c1", "query_logs", json.dumps({"service": "mixed", "level": level}))
+        result = executor.run_one(call).result
+        assert result.ok, result
+        return [line for line in lines if line in result.data["lines"]]
+
+    assert shown("ERROR") == [line for line, rank in PLACED if rank == 3]
+    assert shown("WARN") == [line for line, rank in PLACED if rank >= 2]
+    assert shown("INFO") == lines

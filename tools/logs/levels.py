@@ -189,15 +189,42 @@ _JSON_LEVEL_CHARS = 2_000
 _PINO_LEVELS = (10, 20, 30, 40, 50, 60)
 
 
+# Where a format puts a level that is no word, at a line's start: syslog's <PRI> (severity =
+# PRI mod 8, RFC 5424 6.2.1), klog's letter before the date ("E1201 10:00:00.123456", Kubernetes'
+# system-logs docs), logcat threadtime's letter after pid and tid ("08-22 14:39:58.102  1234  1234
+# E Tag:"), and an access log's status ("... [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.0" 503",
+# Apache's CLF and nginx's combined: 5xx counts as ERROR, 4xx as WARN, the rest as INFO).
+_PRI = re.compile(r"<(\d{1,3})>")
+_KLOG = re.compile(r"([IWEF])\d{4} \d\d:\d\d:\d\d")
+_LOGCAT = re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\s+\d+\s+\d+ ([VDIWEFA]) ")
+_ACCESS_STATUS = re.compile(r'\S+ \S+ \S+ \[[^\]]{20,40}\] "[^"]*" (\d)\d\d ')
+_STATUS_RANKS = {"5": 3, "4": 2}
+
+
 def level_rank(line: str) -> int | None:
-    """The rank of the line's level (0 DEBUG ... 3 ERROR): a JSON line's level key, else the
-    first level word near the line's start."""
+    """The rank of the line's level (0 DEBUG ... 3 ERROR): where its format puts one (a JSON
+    level key, syslog's PRI, klog's or logcat's letter, an access log's status), else the first
+    level word near the line's start."""
     if line.startswith("{"):
         keyed = _JSON_LEVEL.search(line, 0, _JSON_LEVEL_CHARS)
         if keyed is not None:
             return rank_of(keyed[1]) if keyed[1] else numeric_rank(int(keyed[2]), Scheme.pino)
+    placed = _placed_rank(line)
+    if placed is not None:
+        return placed
     found = _LEVEL_WORD.search(line, 0, LEVEL_HEAD_CHARS)
     return WORD_RANKS[found[1].lower()] if found else None
+
+
+def _placed_rank(line: str) -> int | None:
+    pri = _PRI.match(line)
+    if pri is not None and int(pri[1]) <= 191:
+        return numeric_rank(int(pri[1]) % 8, Scheme.syslog)
+    letter = _KLOG.match(line) or _LOGCAT.match(line)
+    if letter is not None:
+        return LETTER_RANKS[letter[1].lower()]
+    status = _ACCESS_STATUS.match(line)
+    return _STATUS_RANKS.get(status[1], 1) if status is not None else None
 
 
 def level_tokens(min_rank: int) -> tuple[str, ...]:
@@ -207,4 +234,17 @@ def level_tokens(min_rank: int) -> tuple[str, ...]:
     words = sorted(w for w, rank in WORD_RANKS.items() if rank >= min_rank)
     stems = tuple(w for w in words if not any(o != w and o in w for o in words))
     digits = sorted({str(n)[0] for n in _PINO_LEVELS if (numeric_rank(n, Scheme.pino) or 0) >= min_rank})
-    return stems + tuple(f'"level":{gap}{d}' for d in digits for gap in ("", " "))
+    pino = tuple(f'"level":{gap}{d}' for d in digits for gap in ("", " "))
+    return stems + pino + _placed_tokens(min_rank)
+
+
+def _placed_tokens(min_rank: int) -> tuple[str, ...]:
+    """What every line whose format puts a level of at least `min_rank` at its start holds, in
+    lower case. A token starting with a newline stands at a line's start (the prefilter also
+    tries it at the text's start)."""
+    letters = sorted(letter for letter, rank in LETTER_RANKS.items() if rank >= min_rank)
+    klog = tuple(f"\n{letter}{month}" for letter in letters if letter in "iwef" for month in "01")
+    logcat = tuple(f" {letter} " for letter in letters if letter in "vdiwefa")
+    statuses = [digit for digit, rank in (("5", 3), ("4", 2), ("3", 1), ("2", 1), ("1", 1)) if rank >= min_rank]
+    # Any PRI: the severity is read from the number, which a substring cannot tell apart.
+    return ("\n<", *klog, *logcat, *(f'" {digit}' for digit in statuses))

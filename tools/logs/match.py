@@ -417,9 +417,11 @@ def _line_around(text: str, at: int) -> tuple[int, int]:
 def _lines_holding(text: str, lowered: str, tokens: tuple[str, ...]) -> list[tuple[int, int]]:
     spans: dict[int, int] = {}
     for token in tokens:
-        at = lowered.find(token)
+        # A token starting with a newline stands at a line's start: the text's first line too.
+        at_start = token.startswith("\n")
+        at = 0 if at_start and lowered.startswith(token[1:]) else lowered.find(token)
         while at != -1:
-            start, end = _line_around(text, at)
+            start, end = _line_around(text, at + 1 if at_start and lowered[at] == "\n" else at)
             spans[start] = end
             at = lowered.find(token, end)
     return sorted(spans.items())
