@@ -183,28 +183,29 @@ _LEVEL_WORD = re.compile(
 
 # A JSON line's level is its level key, wherever it stands and whatever words its message holds:
 # a word (logrus, structlog, GCP's severity) or pino and bunyan's number (getpino.io, bunyan's README).
-_JSON_LEVEL = re.compile(r'"(?:level|lvl|severity|levelname)"\s*:\s*"([A-Za-z]{1,12})"|"level"\s*:\s*(\d{1,2})\b')
+# The number only as pino and bunyan write it, with no space: a spaced one is Python's json.dumps,
+# whose programs number levels as logging does (40 is ERROR there), not as pino (40 is WARN).
+_JSON_LEVEL = re.compile(r'"(?:level|lvl|severity|levelname)"\s*:\s*"([A-Za-z]{1,12})"|"level":(\d{1,2})\b')
 _JSON_LEVEL_CHARS = 2_000
-# pino/bunyan's level numbers as a line holds them, with and without json.dumps' space.
+# pino/bunyan's level numbers.
 _PINO_LEVELS = (10, 20, 30, 40, 50, 60)
 
 
 # Where a format puts a level that is no word, at a line's start: syslog's <PRI> (severity =
 # PRI mod 8, RFC 5424 6.2.1), klog's letter before the date ("E1201 10:00:00.123456", Kubernetes'
-# system-logs docs), logcat threadtime's letter after pid and tid ("08-22 14:39:58.102  1234  1234
-# E Tag:"), and an access log's status ("... [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.0" 503",
+# system-logs docs), and an access log's status ("... [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.0" 503",
 # Apache's CLF and nginx's combined: 5xx counts as ERROR, 4xx as WARN, the rest as INFO).
 _PRI = re.compile(r"<(\d{1,3})>")
 _KLOG = re.compile(r"([IWEF])\d{4} \d\d:\d\d:\d\d")
-_LOGCAT = re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\s+\d+\s+\d+ ([VDIWEFA]) ")
 _ACCESS_STATUS = re.compile(r'\S+ \S+ \S+ \[[^\]]{20,40}\] "[^"]*" (\d)\d\d ')
 _STATUS_RANKS = {"5": 3, "4": 2}
 
 
 def level_rank(line: str) -> int | None:
     """The rank of the line's level (0 DEBUG ... 3 ERROR): where its format puts one (a JSON
-    level key, syslog's PRI, klog's or logcat's letter, an access log's status), else the first
-    level word near the line's start."""
+    level key, syslog's PRI, klog's letter, an access log's status), else the first level word
+    near the line's start. (logcat's letter stands mid-line, after pid and tid: no substring every
+    such line holds is rare enough in other logs for the prefilter, so it is not read.)"""
     if line.startswith("{"):
         keyed = _JSON_LEVEL.search(line, 0, _JSON_LEVEL_CHARS)
         if keyed is not None:
@@ -220,7 +221,7 @@ def _placed_rank(line: str) -> int | None:
     pri = _PRI.match(line)
     if pri is not None and int(pri[1]) <= 191:
         return numeric_rank(int(pri[1]) % 8, Scheme.syslog)
-    letter = _KLOG.match(line) or _LOGCAT.match(line)
+    letter = _KLOG.match(line)
     if letter is not None:
         return LETTER_RANKS[letter[1].lower()]
     status = _ACCESS_STATUS.match(line)
@@ -234,7 +235,7 @@ def level_tokens(min_rank: int) -> tuple[str, ...]:
     words = sorted(w for w, rank in WORD_RANKS.items() if rank >= min_rank)
     stems = tuple(w for w in words if not any(o != w and o in w for o in words))
     digits = sorted({str(n)[0] for n in _PINO_LEVELS if (numeric_rank(n, Scheme.pino) or 0) >= min_rank})
-    pino = tuple(f'"level":{gap}{d}' for d in digits for gap in ("", " "))
+    pino = tuple(f'"level":{d}' for d in digits)
     return stems + pino + _placed_tokens(min_rank)
 
 
@@ -243,8 +244,8 @@ def _placed_tokens(min_rank: int) -> tuple[str, ...]:
     lower case. A token starting with a newline stands at a line's start (the prefilter also
     tries it at the text's start)."""
     letters = sorted(letter for letter, rank in LETTER_RANKS.items() if rank >= min_rank)
-    klog = tuple(f"\n{letter}{month}" for letter in letters if letter in "iwef" for month in "01")
-    logcat = tuple(f" {letter} " for letter in letters if letter in "vdiwefa")
+    # A line starting with such a letter is rare where lines start with a time: one pass a letter.
+    klog = tuple(f"\n{letter}" for letter in letters if letter in "iwef")
     statuses = [digit for digit, rank in (("5", 3), ("4", 2), ("3", 1), ("2", 1), ("1", 1)) if rank >= min_rank]
     # Any PRI: the severity is read from the number, which a substring cannot tell apart.
-    return ("\n<", *klog, *logcat, *(f'" {digit}' for digit in statuses))
+    return ("\n<", *klog, *(f'" {digit}' for digit in statuses))
