@@ -464,3 +464,21 @@ def test_a_level_filter_finds_lines_whose_level_is_no_word(tmp_path: Path) -> No
 def test_a_spaced_json_level_number_is_not_read_in_pino_s_scheme() -> None:
     # Python's json.dumps spaces its keys; its programs number levels as logging does (40 ERROR).
     assert level_rank('{"level": 40, "msg": "x"}') is None
+
+
+# One pass for many words finds the lines one find pass per word does (match.py picks by count).
+_WORDS = st.sampled_from(["err", "crit", "\ne", "\n<", '" 5', '"level":5', "x"])
+
+
+@given(
+    st.lists(st.sampled_from(["err ", "crit", "\n", "e1", "<3>", '" 503', '"level":50', "ok ", "x"]), max_size=40),
+    st.lists(_WORDS, min_size=1, max_size=7, unique=True),
+)
+def test_one_pass_for_many_words_finds_the_same_lines_as_a_pass_a_word(pieces: list[str], words: list[str]) -> None:
+    from tools.logs import match
+
+    text = "".join(pieces)
+    by_find = {}
+    for word in words:
+        by_find.update(dict(match._lines_holding(text, text, (word,))))
+    assert dict(match._lines_holding_any(text, text, tuple(words))) == by_find
