@@ -403,17 +403,20 @@ def test_a_json_line_s_level_is_its_level_key_not_a_word_of_its_message(line: st
     assert level_rank(line) == rank
 
 
-def test_a_level_filter_finds_pino_and_bunyan_lines_by_their_numbers(tmp_path: Path) -> None:
-    path = tmp_path / "node.log"
-    path.write_text("\n".join(PINO_AND_BUNYAN) + "\n")
-    policy = Policy(services={"node": Service(logs=[path], timezone="UTC")})
+def shown_at(level: str, lines: list[str], tmp_path: Path) -> list[str]:
+    """Which of `lines`, written as one log, query_logs shows at `level` (in file order)."""
+    path = tmp_path / "levels.log"
+    path.write_text("\n".join(lines) + "\n")
+    policy = Policy(services={"app": Service(logs=[path], timezone="UTC")})
     executor = Executor(Registry([query_logs_tool(policy)]), RetryPolicy(timeout_s=20, retries=0, backoff_s=0.01))
+    result = executor.run_one(ToolCall("c1", "query_logs", json.dumps({"service": "app", "level": level}))).result
+    assert result.ok, result
+    return [line for line in lines if line in result.data["lines"]]
 
+
+def test_a_level_filter_finds_pino_and_bunyan_lines_by_their_numbers(tmp_path: Path) -> None:
     def shown(level: str) -> list[str]:
-        call = ToolCall("c1", "query_logs", json.dumps({"service": "node", "level": level}))
-        result = executor.run_one(call).result
-        assert result.ok, result
-        return [line for line in PINO_AND_BUNYAN if line in result.data["lines"]]
+        return shown_at(level, PINO_AND_BUNYAN, tmp_path)
 
     assert shown("ERROR") == [PINO_AND_BUNYAN[2], PINO_AND_BUNYAN[3], PINO_AND_BUNYAN[4]]
     assert shown("WARN") == PINO_AND_BUNYAN[1:5]
@@ -444,17 +447,10 @@ def test_a_level_a_format_puts_at_a_line_s_start_is_read(line: str, rank: int) -
 
 
 def test_a_level_filter_finds_lines_whose_level_is_no_word(tmp_path: Path) -> None:
-    path = tmp_path / "mixed.log"
-    lines = [line for line, _ in PLACED]
-    path.write_text("\n".join(lines) + "\n")  # the first line is one a level token must find at the start
-    policy = Policy(services={"mixed": Service(logs=[path], timezone="UTC")})
-    executor = Executor(Registry([query_logs_tool(policy)]), RetryPolicy(timeout_s=20, retries=0, backoff_s=0.01))
+    lines = [line for line, _ in PLACED]  # the first line is one a level token must find at the start
 
     def shown(level: str) -> list[str]:
-        call = ToolCall("c1", "query_logs", json.dumps({"service": "mixed", "level": level}))
-        result = executor.run_one(call).result
-        assert result.ok, result
-        return [line for line in lines if line in result.data["lines"]]
+        return shown_at(level, lines, tmp_path)
 
     assert shown("ERROR") == [line for line, rank in PLACED if rank == 3]
     assert shown("WARN") == [line for line, rank in PLACED if rank >= 2]
