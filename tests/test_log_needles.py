@@ -63,9 +63,9 @@ def searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     seen: list[int] = []
     real = log_files.raw_backwards
 
-    def spy(handle: Any, end: int, budget: int) -> Iterator[log_files.Chunk]:
+    def spy(handle: Any, end: int, budget: int, f: Any) -> Iterator[log_files.Chunk]:
         seen.append(end)
-        return real(handle, end, budget)
+        return real(handle, end, budget, f)
 
     monkeypatch.setattr(log_scan, "raw_backwards", spy)
     return seen
@@ -319,8 +319,8 @@ def test_the_time_cap_still_ends_a_needle_search_and_says_how_far_it_got(
     monkeypatch.setattr(log_files, "CHUNK_BYTES", 16 * 1024)
     real = log_files.raw_backwards
 
-    def slow_disk(handle: Any, end: int, budget: int) -> Iterator[log_files.Chunk]:
-        for chunk in real(handle, end, budget):
+    def slow_disk(handle: Any, end: int, budget: int, f: Any) -> Iterator[log_files.Chunk]:
+        for chunk in real(handle, end, budget, f):
             yield chunk
             time.sleep(0.6)  # the deadline passes after the first chunk
 

@@ -1,4 +1,6 @@
-"""query_logs: the newest matching lines of a service's log files, read from the end.
+"""query_logs: the newest matching entries of a service's log files, read from the end. An entry
+is a line with the lines that continue it, such as its stack trace (entries.py): filters judge
+it whole, counts count it once, and the result shows it whole (a long one cut, the cut said).
 
 A query runs over the service's files (globs and rotated siblings) newest data first. Plain files
 are read backwards in blocks and .gz files are streamed forwards (gzip cannot be read backwards).
@@ -19,10 +21,11 @@ had found nothing yet.
 Files: files.py opens each file with O_NONBLOCK|O_CLOEXEC, and O_NOFOLLOW except for a path
 written out in the policy (the operator's word; followed), then requires by fstat the regular
 file that was listed. The modules: args (what the model gives), filters (the query made ready
-for matching), time (since/until, timestamps), levels (the level names, their spellings and
-numbers: parse_level for a level someone gives, level words in lines), match (levels, substring,
-regex), files (discovery, safe open, readers), scan (the scan and its caps), sources (journald,
-log_command), query (the tool and the result). The rest of opsbot imports the names below from here.
+for matching), time (since/until, timestamps), entries (which lines continue an entry), levels
+(the level names, their spellings and numbers: parse_level for a level someone gives, level
+words in lines), match (levels, substring, regex), files (discovery, safe open, readers), scan
+(the scan and its caps), sources (journald, log_command), query (the tool and the result). The
+rest of opsbot imports the names below from here.
 
 Two more sources (config/policy/services.py has their format), both run through tools/runner.py
 (no shell, no stdin, minimal environment, process group killed on timeout, output capped):

@@ -20,18 +20,19 @@ class QueryLogsArgs(BaseModel):
         "(WARNING, ERR, CRIT, FATAL, E and syslog or pino numbers are understood too)",
     )
     since: str | None = Field(
-        default=None, max_length=40, description="only lines at or after this time: 15m, 2h, 1d or ISO-8601"
+        default=None, max_length=40, description="only entries at or after this time: 15m, 2h, 1d or ISO-8601"
     )
     until: str | None = Field(
-        default=None, max_length=40, description="only lines at or before this time: 15m, 2h, 1d or ISO-8601"
+        default=None, max_length=40, description="only entries at or before this time: 15m, 2h, 1d or ISO-8601"
     )
     contains: str | None = Field(default=None, max_length=200, description="case-insensitive substring")
     regex: str | None = Field(
         default=None,
         max_length=200,
-        description="regular expression searched within each line (Python syntax, case-sensitive unless (?i))",
+        description="regular expression searched within each entry, ^ and $ at its lines' ends "
+        "(Python syntax, case-sensitive unless (?i))",
     )
-    limit: int = Field(default=50, ge=1, le=500, description="newest matching lines to return")
+    limit: int = Field(default=50, ge=1, le=500, description="newest matching entries to return")
 
     @field_validator("level", mode="before")
     @classmethod

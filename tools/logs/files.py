@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from tools.logs.entries import ENTRY_REACH, Grouping, Modes
 from tools.logs.filters import Filters
 from tools.logs.stamps import stamp_at
 
@@ -183,9 +184,13 @@ def decode(data: bytes | bytearray) -> str:
     return text.replace("\r\n", "\n") if "\r" in text else text
 
 
-def backwards(handle: IO[bytes], end: int) -> Iterator[tuple[str, int]]:
-    """Blocks of whole lines from `end` towards the start, newest first, with the bytes read for each."""
-    position, carry, unreported = end, b"", 0
+def backwards(handle: IO[bytes], end: int, f: Filters) -> Iterator[tuple[str, int, Grouping]]:
+    """Blocks of whole entries from `end` towards the start, newest first, with the bytes read for
+    each and how their lines group: a block's leading lines that continue an entry (entries.py)
+    are given to the block before."""
+    modes = Modes(f)
+    position, carry, unreported, at_end = end, b"", 0, True
+    follow: str | None = None  # whole lines of the newer block that end this block's last entry
     while position > 0:
         size = min(BLOCK_BYTES, position)
         position -= size
@@ -200,21 +205,38 @@ def backwards(handle: IO[bytes], end: int) -> Iterator[tuple[str, int]]:
             carry, data = (data[:cut], data[cut + 1 :]) if cut != -1 else (b"", data)
         else:
             carry = b""
-        if data.endswith(b"\n"):
+        # Only the newest read ends with the file's last newline; the others end with the carry,
+        # the start of a line of the newer block, which may be empty.
+        lines = bool(data) or not at_end
+        if at_end and data.endswith(b"\n"):
             data = data[:-1]
-        yield decode(data), unreported
+        at_end = False
+        text = "\n".join(part for part in (decode(data) if lines else None, follow) if part is not None)
+        if not lines and follow is None and position > 0:
+            continue
+        follow = None
+        grouping = modes.of(text)
+        if position > 0:
+            skip = grouping.first_start(text)
+            if skip > len(text):  # every line continues an entry older than this block
+                follow = text
+                continue
+            follow, text = (text[: skip - 1] if skip else None), text[skip:]
+        yield text, unreported, grouping
         unreported = 0
 
 
 @dataclass(frozen=True)
 class Chunk:
-    """Whole lines of raw bytes, `data[start:stop]` (no newline at either end), and the bytes read
-    for them. `data` is the reader's buffer: valid until the next chunk is asked for."""
+    """Whole entries of raw bytes, `data[start:stop]` (no newline at either end), the bytes read
+    for them, and how their lines group. `data` is the reader's buffer: valid until the next
+    chunk is asked for."""
 
     data: bytearray
     start: int
     stop: int
     size: int
+    grouping: Grouping  # chosen by the reader (entries.Modes)
 
     def text(self, start: int, stop: int) -> str:
         """The lines of `data[start:stop]` as a block of text, as `backwards` gives them: decoded,
@@ -223,18 +245,49 @@ class Chunk:
         text = decode(self.data[start : stop + 1] if stop < self.stop else self.data[start:stop])
         return text[:-1] if stop < self.stop and text.endswith("\n") else text
 
+    def continues(self, start: int) -> bool:
+        """Whether the line at `start` continues the entry above it."""
+        end = self.data.find(b"\n", start, self.stop)
+        return self.grouping.continues(decode(self.data[start : self.stop if end == -1 else end]), 0)
 
-def raw_backwards(handle: IO[bytes], end: int, budget: int) -> Iterator[Chunk]:
-    """Chunks of whole lines from `end` towards the start, newest first, as raw bytes read into
+    def entry_start(self, start: int) -> int:
+        """The start of the entry holding the line at `start`, within ENTRY_REACH before it."""
+        floor = max(self.start, start - ENTRY_REACH)
+        while start > floor and self.continues(start):
+            above = self.data.rfind(b"\n", self.start, start - 1)
+            start = self.start if above == -1 else above + 1
+        return start
+
+    def entry_end(self, stop: int) -> int:
+        """The end of the entry holding the line that ends at `stop`, within ENTRY_REACH after it."""
+        ceiling = min(self.stop, stop + ENTRY_REACH)
+        while stop < ceiling and self.continues(stop + 1):
+            below = self.data.find(b"\n", stop + 1, self.stop)
+            stop = self.stop if below == -1 else below
+        return stop
+
+
+# How much of a chunk is decoded to tell whether its lines have times (entries.Grouping.of).
+_PROBE_BYTES = 256 * 1024
+
+
+def _grouping(data: bytearray, start: int, stop: int, modes: Modes) -> Grouping:
+    return modes.of(decode(data[start : min(stop, start + _PROBE_BYTES)]))
+
+
+def raw_backwards(handle: IO[bytes], end: int, budget: int, f: Filters) -> Iterator[Chunk]:
+    """Chunks of whole entries from `end` towards the start, newest first, as raw bytes read into
     one buffer: a gigabyte goes through CHUNK_BYTES of memory. At most `budget` bytes are read
     (a line cut by that edge is left out). A line that does not fit is cut into pieces, as
-    `backwards` cuts one of LONG_LINE_BYTES. A file that shrinks under the read (copytruncate)
-    ends the chunks: what is left of it is not the data that was listed."""
+    `backwards` cuts one of LONG_LINE_BYTES, and a chunk's leading lines that continue an entry
+    go with the chunk before (up to LONG_LINE_BYTES of them). A file that shrinks under the read
+    (copytruncate) ends the chunks: what is left of it is not the data that was listed."""
     buffer = bytearray(CHUNK_BYTES + LONG_LINE_BYTES)
     view = memoryview(buffer)
+    modes = Modes(f)
     fd = handle.fileno()
     floor = max(0, end - budget)
-    position, carry, unreported = end, b"", 0
+    position, carry, unreported, at_end = end, b"", 0, True
     while position > floor:
         size = min(CHUNK_BYTES, position - floor)
         position -= size
@@ -242,38 +295,61 @@ def raw_backwards(handle: IO[bytes], end: int, budget: int) -> Iterator[Chunk]:
             return
         unreported += size
         if len(carry) > LONG_LINE_BYTES:  # the end of a line longer than that: a piece of its own
-            yield Chunk(bytearray(carry), 0, len(carry), 0)
+            yield Chunk(bytearray(carry), 0, len(carry), 0, _grouping(bytearray(carry), 0, len(carry), modes))
             carry = b""
         length = size + len(carry)
         buffer[size:length] = carry
         start = 0
+        # Only the newest chunk ends with the file's last newline; the others end with the carry,
+        # the start of a line of the newer chunk, which may be empty.
+        stop = length - 1 if at_end and length and buffer[length - 1] == 0x0A else length
+        at_end = False
+        grouping = _grouping(buffer, 0, stop, modes)
         if position > 0:
             cut = buffer.find(b"\n", 0, length)
             if cut == -1 and length < LONG_LINE_BYTES:
                 carry = bytes(view[:length])  # one line so far: its start is further back
                 continue
-            carry, start = (bytes(view[:cut]), cut + 1) if cut != -1 else (b"", 0)
+            start = cut + 1 if cut != -1 else 0
+            start = _first_entry(Chunk(buffer, start, stop, 0, grouping), LONG_LINE_BYTES - start)
+            if start > stop and length < LONG_LINE_BYTES:  # every line continues an older entry
+                carry = bytes(view[:stop])
+                continue
+            start = min(start, stop)
+            carry = bytes(view[: max(start - 1, 0)]) if start else b""
         else:
             carry = b""
-        stop = length - 1 if length > start and buffer[length - 1] == 0x0A else length
-        yield Chunk(buffer, start, stop, unreported)
+        yield Chunk(buffer, start, stop, unreported, grouping)
         unreported = 0
     if unreported:  # the budget ended inside a line, which is left out: its bytes were read
-        yield Chunk(buffer, 0, 0, unreported)
+        yield Chunk(buffer, 0, 0, unreported, Grouping(f, timed=False))
+
+
+def _first_entry(chunk: Chunk, reach: int) -> int:
+    """Where the first line of `chunk` that starts an entry begins: chunk.start when its first line
+    does, past chunk.stop when none does, chunk.start past `reach` bytes (the entry is split)."""
+    start = chunk.start
+    while start <= chunk.stop and chunk.continues(start):
+        if start - chunk.start > reach:
+            return chunk.start
+        below = chunk.data.find(b"\n", start, chunk.stop)
+        start = chunk.stop + 1 if below == -1 else below + 1
+    return start
 
 
 def windows(chunk: Chunk, pattern: Any, begin: int) -> list[tuple[int, int]]:
-    """(start, stop) of the stretches of whole lines of `chunk` within CONTEXT_BYTES (or half a
+    """(start, stop) of the stretches of whole entries of `chunk` within CONTEXT_BYTES (or half a
     block, if blocks are smaller) of each place the compiled bytes `pattern` is found from
-    `begin` on, oldest first, none longer than 4 BLOCK_BYTES but for a long line."""
+    `begin` on, oldest first, none longer than 4 BLOCK_BYTES but for a long entry."""
     data, reach = chunk.data, min(CONTEXT_BYTES, BLOCK_BYTES // 2)
     found: list[tuple[int, int]] = []
     match = pattern.search(data, begin, chunk.stop)
     while match is not None:
         at = match.start()
         start = max(chunk.start, data.rfind(b"\n", chunk.start, max(chunk.start, at - reach)) + 1)
+        start = chunk.entry_start(start)
         stop = data.find(b"\n", min(chunk.stop, at + reach), chunk.stop)
-        stop = chunk.stop if stop == -1 else stop
+        stop = chunk.entry_end(chunk.stop if stop == -1 else stop)
         if found and start <= found[-1][1]:
             if stop - found[-1][0] <= 4 * BLOCK_BYTES:
                 found[-1] = (found[-1][0], stop)
@@ -286,12 +362,12 @@ def windows(chunk: Chunk, pattern: Any, begin: int) -> list[tuple[int, int]]:
 
 
 def pieces(chunk: Chunk) -> list[tuple[int, int]]:
-    """The whole chunk as stretches of whole lines of about BLOCK_BYTES, oldest first."""
+    """The whole chunk as stretches of whole entries of about BLOCK_BYTES, oldest first."""
     found: list[tuple[int, int]] = []
     start = chunk.start
     while start < chunk.stop:
         stop = chunk.data.find(b"\n", min(chunk.stop, start + BLOCK_BYTES), chunk.stop)
-        stop = chunk.stop if stop == -1 else stop
+        stop = chunk.entry_end(chunk.stop if stop == -1 else stop)
         found.append((start, stop))
         start = stop + 1
     return found
@@ -300,10 +376,13 @@ def pieces(chunk: Chunk) -> list[tuple[int, int]]:
 DAMAGE = (EOFError, gzip.BadGzipFile, zlib.error)
 
 
-def forwards(stream: _Stream) -> Iterator[tuple[str, int]]:
-    """Blocks of whole lines from the start, oldest first, with the bytes read for each. A
-    damaged stream (a .gz cut short) yields what came before the damage, then raises."""
+def forwards(stream: _Stream, f: Filters) -> Iterator[tuple[str, int, Grouping]]:
+    """Blocks of whole entries from the start, oldest first, with the bytes read for each and how
+    their lines group: a block's last entry waits for the next block, whose first lines may
+    continue it. A damaged stream (a .gz cut short) yields what came before the damage, then raises."""
+    modes = Modes(f)
     carry, unreported, damage = b"", 0, None
+    held: str | None = None  # the last entry of the block before
     while damage is None:
         block, damage = _read_block(stream)
         if not block:
@@ -315,10 +394,16 @@ def forwards(stream: _Stream) -> Iterator[tuple[str, int]]:
             carry = data
             continue
         carry, data = (data[cut + 1 :], data[:cut]) if cut != -1 else (b"", data)
-        yield decode(data), unreported
-        unreported = 0
-    if carry or unreported:
-        yield decode(carry), unreported
+        text = decode(data) if held is None else f"{held}\n{decode(data)}"
+        grouping = modes.of(text)
+        last = grouping.last_start(text)
+        held, text = text[last:], text[: max(last - 1, 0)]
+        if last:
+            yield text, unreported, grouping
+            unreported = 0
+    rest = "\n".join(part for part in (held, decode(carry) if carry else None) if part is not None)
+    if rest or unreported:
+        yield rest, unreported, modes.of(rest)
     if damage is not None:
         raise damage
 

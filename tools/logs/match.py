@@ -20,6 +20,7 @@ import ahocorasick
 import regex
 
 from tools.base import ErrorType, ToolResult
+from tools.logs.entries import Grouping
 from tools.logs.filters import Filters, Prefilter
 from tools.logs.levels import LEVELS as LEVELS  # query.py reads it from here
 from tools.logs.levels import level_rank
@@ -66,7 +67,7 @@ def compile_regex(pattern: str) -> Any:
     if shape.string_anchor:
         return ToolResult.failure(
             ErrorType.invalid_args,
-            "\\A, \\Z and \\z are not supported: the regex is searched within each line",
+            "\\A, \\Z and \\z are not supported: the regex is searched within each entry",
             hint="use ^ and $, which match at the start and end of each line",
         )
     try:
@@ -292,27 +293,31 @@ def required_literal(pattern: str) -> tuple[str, bool] | None:
     return longest, bool(parsed.state.flags & re.IGNORECASE)
 
 
-def match_block(text: str, f: Filters, need: int, judged: tuple[Verdict, float]) -> tuple[int, list[str], int]:
-    """(matches, the newest `need` of them oldest first, matches without a time) in one block,
-    judged on redacted lines. `text` has had the rules that span lines (redact_spanning)."""
+def match_block(
+    text: str, f: Filters, need: int, judged: tuple[Verdict, float], grouping: Grouping
+) -> tuple[int, list[str], int]:
+    """(matching entries, the newest `need` of them oldest first, matching entries without a time)
+    in one block, judged on redacted entries. An entry is a line with the lines that continue it
+    (entries.py), grouped as `grouping` says: the level is its first line's, the substring and the
+    regex are looked for in all of it, its time is its first line's. `text` has had the rules
+    that span lines (redact_spanning)."""
     verdict, first = judged
     if verdict in (Verdict.newer, Verdict.older):
         return 0, [], 0
     if not f.content:
-        # Every line counts: the block's body runs are hidden first, so a key counts as one line.
+        # Every entry counts: the block's body runs are hidden first, so a key counts as one line.
         text = redact_body_runs(text)
         if verdict is Verdict.untimed:
-            return 0, [], text.count("\n") + 1
+            return 0, [], grouping.count(text)
         if verdict is Verdict.inside:
-            count, lines, untimed = _tail(text, need)
-            return count, _redacted(lines), untimed
+            return grouping.count(text), _redacted(grouping.newest(text, need)), 0
     kept: deque[str] = deque(maxlen=need)
     count = untimed = 0
     try:
-        for start, line in _judged_lines(text, f):
+        for start, entry in _judged_entries(text, f, grouping):
             if time.monotonic() > f.deadline:
                 raise OutOfTime
-            if not line or not _content_matches(line, f):
+            if not entry or not _content_matches(entry, f):
                 continue
             if verdict is Verdict.untimed:
                 untimed += 1
@@ -320,49 +325,74 @@ def match_block(text: str, f: Filters, need: int, judged: tuple[Verdict, float])
             if verdict is Verdict.edge and not f.in_range(time_of(text, start, f, fallback=first)):
                 continue
             count += 1
-            kept.append(line)
+            kept.append(entry)
     except OutOfTime:
         raise OutOfTime((count, list(kept), untimed)) from None
     return count, list(kept), untimed
 
 
-def _judged_lines(text: str, f: Filters) -> Iterable[tuple[int, str]]:
-    """(where each line that may match starts in `text`, the line redacted), oldest first."""
+def _judged_entries(text: str, f: Filters, grouping: Grouping) -> Iterable[tuple[int, str]]:
+    """(where each entry that may match starts in `text`, the entry redacted), oldest first."""
     spans = _token_spans(text, f)
     if spans is not None:
-        lines = _redacted([text[start:end] for start, end in spans])
-        hidden = [PEM_MARKER if in_body_run(text, *span) else line for span, line in zip(spans, lines, strict=True)]
-        return zip((start for start, _ in spans), hidden, strict=True)
+        spans = _widened(text, spans, grouping)
+        entries = _redacted([_unkeyed(text, start, end) for start, end in spans])
+        return zip((start for start, _ in spans), entries, strict=True)
     # No words to find lines by: the whole block is redacted and searched, and times are read
     # from it alike (redaction never touches a timestamp at a line's start).
     text = redact_lines(redact_body_runs(text))
-    return ((start, text[start:end]) for start, end in _spans(text, f))
+    return ((start, text[start:end]) for start, end in _spans(text, f, grouping))
 
 
-def _redacted(lines: list[str]) -> list[str]:
-    """Each line with the line rules applied, in one pass over them all (the rules stay within a line)."""
-    if not lines:
-        return lines
-    redacted = redact_lines("\n".join(lines)).split("\n")
-    return redacted if len(redacted) == len(lines) else [redact_lines(line) for line in lines]
+def _widened(text: str, lines: list[tuple[int, int]], grouping: Grouping) -> list[tuple[int, int]]:
+    """The entries holding `lines` (sorted), each once."""
+    entries: list[tuple[int, int]] = []
+    for start, end in lines:
+        if entries and start <= entries[-1][1]:
+            continue
+        entries.append(grouping.around(text, start, end))
+    return entries
 
 
-def _tail(text: str, need: int) -> tuple[int, list[str], int]:
-    """Every line matches: count them at C speed and split off only the newest."""
-    if not text:
-        return 0, [], 0
-    lines = text.rsplit("\n", need)[-need:] if need else []
-    return text.count("\n") + 1, [line for line in lines if line], 0
+def _unkeyed(text: str, start: int, end: int) -> str:
+    """The entry at `text[start:end]` with each run of its lines that `redact_body_runs` would
+    hide (key material without its armour) made one marker."""
+    lines: list[str] = []
+    at = start
+    while at <= end:
+        stop = text.find("\n", at, end)
+        stop = end if stop == -1 else stop
+        if not in_body_run(text, at, stop):
+            lines.append(text[at:stop])
+        elif not lines or lines[-1] != PEM_MARKER:
+            lines.append(PEM_MARKER)
+        at = stop + 1
+    return "\n".join(lines)
 
 
-def _content_matches(line: str, f: Filters) -> bool:
+def _redacted(entries: list[str]) -> list[str]:
+    """Each entry with the line rules applied, in one pass over them all (the rules stay within a line)."""
+    if not entries:
+        return entries
+    sizes = [entry.count("\n") + 1 for entry in entries]
+    lines = redact_lines("\n".join(entries)).split("\n")
+    if len(lines) != sum(sizes):
+        return [redact_lines(entry) for entry in entries]
+    redacted, at = [], 0
+    for size in sizes:
+        redacted.append("\n".join(lines[at : at + size]))
+        at += size
+    return redacted
+
+
+def _content_matches(entry: str, f: Filters) -> bool:
     if f.min_rank is not None:
-        rank = level_rank(line)
+        rank = level_rank(entry.partition("\n")[0])
         if rank is None or rank < f.min_rank:
             return False
-    if f.needle is not None and f.needle not in line.lower():
+    if f.needle is not None and f.needle not in entry.lower():
         return False
-    return f.pattern is None or _search(f, line, 0) is not None
+    return f.pattern is None or _search(f, entry, 0) is not None
 
 
 class RegexTooSlow(Exception):
@@ -404,11 +434,11 @@ def _token_spans(text: str, f: Filters) -> list[tuple[int, int]] | None:
     return _lines_holding(text, lowered, f.prefilter.words)
 
 
-def _spans(text: str, f: Filters) -> Iterable[tuple[int, int]]:
-    """Spans of the lines of a redacted block that may match, oldest first."""
+def _spans(text: str, f: Filters, grouping: Grouping) -> Iterable[tuple[int, int]]:
+    """Spans of the entries of a redacted block that may match, oldest first."""
     if f.pattern is not None and f.whole_block_regex:
-        return _lines_matching(text, f)
-    return _all_lines(text)
+        return _entries_matching(text, f, grouping)
+    return grouping.spans(text)
 
 
 def _line_around(text: str, at: int) -> tuple[int, int]:
@@ -460,23 +490,14 @@ def _lines_holding_any(text: str, lowered: str, tokens: tuple[str, ...]) -> list
     return sorted(spans.items())
 
 
-def _lines_matching(text: str, f: Filters) -> Iterator[tuple[int, int]]:
-    # Searched with MULTILINE, so ^ and $ are line ends: every line that matches alone holds a
-    # match found here, and each such line is checked again alone.
+def _entries_matching(text: str, f: Filters, grouping: Grouping) -> Iterator[tuple[int, int]]:
+    # Searched with MULTILINE, so ^ and $ are line ends: every entry that matches alone holds a
+    # match found here, and each such entry is checked again alone.
     position = 0
     while position <= len(text):
         found = _search(f, text, position)
         if found is None:
             return
-        start, end = _line_around(text, found.start())
+        start, end = grouping.around(text, *_line_around(text, found.start()))
         yield start, end
         position = end + 1
-
-
-def _all_lines(text: str) -> Iterator[tuple[int, int]]:
-    start = 0
-    while start <= len(text):
-        end = text.find("\n", start)
-        end = len(text) if end == -1 else end
-        yield start, end
-        start = end + 1

@@ -23,6 +23,10 @@ from tools.runner import which
 
 OUTPUT_BYTES = 16_000
 MAX_LINE_CHARS = 2_000
+# An entry longer than HEAD + TAIL + 1 lines shows its first HEAD lines (the exception and its top
+# frames) and its last TAIL (a Java trace's root cause is its last `Caused by:`).
+ENTRY_HEAD_LINES = 30
+ENTRY_TAIL_LINES = 20
 
 
 def query_logs_tool(policy: Policy, journalctl: str | None = None) -> Tool[QueryLogsArgs]:
@@ -45,10 +49,11 @@ def query_logs_tool(policy: Policy, journalctl: str | None = None) -> Tool[Query
     return Tool(
         name="query_logs",
         description=(
-            "Newest log lines of one service (newest last), with counts. Filters combine: minimum level, "
-            "since/until (relative like 15m, 2h, 1d, or ISO-8601), a case-insensitive substring, a regex "
-            "searched within each line. Large logs are scanned from the end within caps; the summary "
-            "says when a count is only a lower bound."
+            "Newest log entries of one service (newest last), with counts; an entry is a line with the lines "
+            "that continue it, such as its stack trace. Filters combine: minimum level, since/until "
+            "(relative like 15m, 2h, 1d, or ISO-8601), a case-insensitive substring, a regex searched "
+            "within each entry. Large logs are scanned from the end within caps; the summary says when a "
+            "count is only a lower bound."
         ),
         args_model=QueryLogsArgs,
         run=run,
@@ -204,24 +209,39 @@ def _filters(args: QueryLogsArgs, zone: tzinfo | None, now: float) -> Filters | 
 
 def _result(service: str, parts: list[Part], f: Filters, limit: int, with_sources: bool) -> ToolResult:
     scan = parts[0].scan if len(parts) == 1 else _merged(parts, f, limit)
-    lines = _within_bytes([_shorten(line) for line in reversed(scan.newest_first)], OUTPUT_BYTES)
+    found = list(reversed(scan.newest_first))
+    entries, cut = _within_bytes([_shorten(entry) for entry in found], OUTPUT_BYTES)
+    grouped = any("\n" in entry for entry in found)
     notes = [note for part in parts for note in part.notes]
-    if len(lines) < len(scan.newest_first):
-        notes.append(f"older lines were left out to stay within {OUTPUT_BYTES:,} bytes")
-    if any(len(line) > MAX_LINE_CHARS for line in scan.newest_first):
+    if grouped:
+        notes.append(
+            "an entry is a line with the lines below it that continue it (a stack trace): counts and "
+            "limit count entries"
+        )
+    if len(entries) < len(found):
+        notes.append(f"older {'entries' if grouped else 'lines'} were left out to stay within {OUTPUT_BYTES:,} bytes")
+    if cut:
+        notes.append(f"the oldest entry shown was cut to stay within {OUTPUT_BYTES:,} bytes")
+    if any(len(line) > MAX_LINE_CHARS for entry in found for line in entry.split("\n")):
         notes.append(f"lines longer than {MAX_LINE_CHARS:,} characters were cut")
+    if any(entry.count("\n") > ENTRY_HEAD_LINES + ENTRY_TAIL_LINES for entry in found):
+        notes.append(
+            f"entries longer than {ENTRY_HEAD_LINES + ENTRY_TAIL_LINES + 1} lines show their first "
+            f"{ENTRY_HEAD_LINES} and last {ENTRY_TAIL_LINES} lines"
+        )
     if scan.untimed:
         notes.append(
-            f"{scan.untimed:,} matching line(s) had no time I could read and were left out by since/until "
-            f"(understood: {STYLES}); ask without since/until to see them"
+            f"{scan.untimed:,} matching {'entries' if grouped else 'line(s)'} had no time I could read and "
+            f"were left out by since/until (understood: {STYLES}); ask without since/until to see them"
         )
+    noun = ("matching entry", "matching entries") if grouped else ("matching line", "matching lines")
     data: dict[str, Any] = {
         "service": service,
-        "summary": _summary(scan, len(lines), ", ".join(part.read for part in parts)),
+        "summary": _summary(scan, len(entries), ", ".join(part.read for part in parts), noun),
         "matches": scan.matches,
         "complete": scan.stopped is None,
-        "shown": len(lines),
-        "lines": "\n".join(lines),
+        "shown": len(entries),
+        "lines": "\n".join(entries),
         "files": [path for part in parts for path in part.scan.read],
     }
     if with_sources:
@@ -251,11 +271,11 @@ def _merged(parts: list[Part], f: Filters, limit: int) -> Scan:
     return merged
 
 
-def _summary(scan: Scan, shown: int, read: str) -> str:
+def _summary(scan: Scan, shown: int, read: str, noun: tuple[str, str]) -> str:
     """E.g. "37 matching lines, showing the last 20 (newest last); read 1.2 MB of 2 files"."""
-    parts = [f"{'at least ' if scan.stopped else ''}{plural(scan.matches, 'matching line')}"]
+    parts = [f"{'at least ' if scan.stopped else ''}{scan.matches:,} {noun[scan.matches != 1]}"]
     if scan.matches == 0:
-        parts = ["no matching lines"]
+        parts = [f"no {noun[1]}"]
     if shown:
         parts.append(f", showing the last {shown} (newest last)" if shown < scan.matches else " (newest last)")
     parts.append(f"; read {read}")
@@ -264,18 +284,42 @@ def _summary(scan: Scan, shown: int, read: str) -> str:
     return "".join(parts)
 
 
-def _shorten(line: str) -> str:
+def _shorten(entry: str) -> str:
+    lines = entry.split("\n")
+    left_out = len(lines) - ENTRY_HEAD_LINES - ENTRY_TAIL_LINES
+    if left_out > 1:
+        lines = [*lines[:ENTRY_HEAD_LINES], f"…[{left_out:,} more lines of this entry]", *lines[-ENTRY_TAIL_LINES:]]
+    return "\n".join(_short_line(line) for line in lines)
+
+
+def _short_line(line: str) -> str:
     if len(line) <= MAX_LINE_CHARS:
         return line
     return f"{line[:MAX_LINE_CHARS]} …[{len(line) - MAX_LINE_CHARS:,} more characters]"
 
 
-def _within_bytes(lines: list[str], budget: int) -> list[str]:
-    """The newest lines whose text fits `budget` bytes (the oldest give way)."""
+def _within_bytes(entries: list[str], budget: int) -> tuple[list[str], bool]:
+    """The newest entries whose text fits `budget` bytes (the oldest give way), and whether the
+    oldest of them was cut to its first lines: an entry too long to fit whole shows its start
+    while there is room for it."""
     total, keep = 0, 0
-    for line in reversed(lines):
-        total += len(line.encode()) + 1
-        if total > budget:
-            break
+    for entry in reversed(entries):
+        size = len(entry.encode()) + 1
+        if total + size > budget:
+            head = _head_within(entry, budget - total)
+            return ([head] if head else []) + entries[len(entries) - keep :], bool(head)
+        total += size
         keep += 1
-    return lines[len(lines) - keep :]
+    return entries, False
+
+
+def _head_within(entry: str, budget: int) -> str:
+    """The first lines of a multi-line `entry` that fit `budget` bytes with a note of the rest."""
+    lines = entry.split("\n")
+    kept, size = 0, 0
+    while kept < len(lines) - 1 and size + len(lines[kept].encode()) + 1 + 60 <= budget:
+        size += len(lines[kept].encode()) + 1
+        kept += 1
+    if not kept:
+        return ""
+    return "\n".join([*lines[:kept], f"…[{len(lines) - kept:,} more lines of this entry]"])

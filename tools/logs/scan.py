@@ -26,6 +26,7 @@ from typing import IO, Any
 
 import regex
 
+from tools.logs.entries import Grouping
 from tools.logs.files import (
     BLOCK_BYTES,
     DAMAGE,
@@ -84,10 +85,12 @@ class Scan:
     past_since: bool = False  # older data is all before `since`: nothing more to read
     out_of_time: bool = False  # the deadline passed in the middle of a block
 
-    def match(self, text: str, need: int, judged: tuple[Verdict, float]) -> tuple[int, list[str], int]:
+    def match(
+        self, text: str, need: int, judged: tuple[Verdict, float], grouping: Grouping
+    ) -> tuple[int, list[str], int]:
         """match_block, stopping the scan with what the block gave so far when time is up."""
         try:
-            return match_block(text, self.f, need, judged)
+            return match_block(text, self.f, need, judged, grouping)
         except OutOfTime as exc:
             self.out_of_time = True
             self.stopped = self.stopped or self.out_of_seconds()
@@ -158,7 +161,7 @@ def _scan_plain(file: LogFile, scan: Scan, needle: Needle | None) -> None:
         if needle is not None:
             _search_plain(handle, end, needle, scan)
             return
-        for index, (text, size) in enumerate(backwards(handle, end)):
+        for index, (text, size, grouping) in enumerate(backwards(handle, end, scan.f)):
             if index and not scan.may_go_on():
                 return
             scan.scanned += size
@@ -167,7 +170,7 @@ def _scan_plain(file: LogFile, scan: Scan, needle: Needle | None) -> None:
             if judged[0] is Verdict.older:
                 scan.past_since = True
                 return
-            scan.add(*scan.match(text, max(scan.need, 0), judged))
+            scan.add(*scan.match(text, max(scan.need, 0), judged, grouping))
             if scan.out_of_time:
                 return
 
@@ -179,14 +182,14 @@ def _search_plain(handle: IO[bytes], end: int, needle: Needle, scan: Scan) -> No
     # how far it got.
     budget = max(0, NEEDLE_SCAN_BYTES - scan.scanned)
     with ThreadPoolExecutor(1, thread_name_prefix="needle") as helper:
-        for index, chunk in enumerate(raw_backwards(handle, end, budget)):
+        for index, chunk in enumerate(raw_backwards(handle, end, budget, scan.f)):
             if index and not scan.may_go_on(searching=True):
                 return
             scan.scanned += chunk.size
             scan.searched += chunk.size
             for start, stop in reversed(needle.stretches(chunk, helper)):
                 text = redact_spanning(chunk.text(start, stop))
-                scan.add(*scan.match(text, max(scan.need, 0), judge(text, scan.f)))
+                scan.add(*scan.match(text, max(scan.need, 0), judge(text, scan.f), chunk.grouping))
                 if scan.out_of_time:
                     return
     if budget < end:
@@ -267,7 +270,7 @@ def _scan_gz(file: LogFile, scan: Scan) -> None:
     with os.fdopen(open_log(file), "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as stream:
         scan.read.append(str(file.path))
         try:
-            for index, (text, size) in enumerate(forwards(stream)):
+            for index, (text, size, grouping) in enumerate(forwards(stream, scan.f)):
                 # Enough lines in `kept` is no reason to stop: the newest of this file come last.
                 if index and not scan.may_go_on():
                     scan.notes.append(f"only the first {mb(stream.tell())} of {file.path.name} (uncompressed) was read")
@@ -278,7 +281,7 @@ def _scan_gz(file: LogFile, scan: Scan) -> None:
                 if judged[0] is Verdict.newer:
                     break
                 scan.past_since |= judged[0] is Verdict.older
-                found, lines, no_time = scan.match(text, kept.maxlen or 0, judged)
+                found, lines, no_time = scan.match(text, kept.maxlen or 0, judged, grouping)
                 count, untimed = count + found, untimed + no_time
                 kept.extend(lines)
                 if scan.out_of_time:
@@ -308,4 +311,4 @@ def scan_text(text: str, size: int, scan: Scan) -> None:
     scan.scanned += size
     text = redact_spanning(text)
     if text:
-        scan.add(*scan.match(text, scan.limit, judge(text, scan.f)))
+        scan.add(*scan.match(text, scan.limit, judge(text, scan.f), Grouping.of(text, scan.f)))

@@ -63,7 +63,7 @@ def judge(text: str, f: Filters) -> tuple[Verdict, float]:
     """
     if not f.timed:
         return Verdict.inside, 0.0
-    first = _first_stamp(text, f)
+    first = first_stamp(text, f)
     if first is None:
         return Verdict.untimed, 0.0
     last = time_of(text, text.rfind("\n") + 1, f, fallback=first)
@@ -76,7 +76,8 @@ def judge(text: str, f: Filters) -> tuple[Verdict, float]:
     return Verdict.edge, first
 
 
-def _first_stamp(text: str, f: Filters) -> float | None:
+def first_stamp(text: str, f: Filters) -> float | None:
+    """The time of the first timed line among the first STAMP_PROBE_LINES of `text`."""
     pos = 0
     for _ in range(STAMP_PROBE_LINES):
         when = stamp_at(text, pos, f)
