@@ -457,6 +457,60 @@ def test_a_level_filter_finds_lines_whose_level_is_no_word(tmp_path: Path) -> No
     assert shown("INFO") == lines
 
 
+# Android logcat's three layouts (developer.android.com/tools/logcat, "Control log output format"):
+# threadtime (the default: date, time, pid, tid, priority, tag), time, and brief.
+LOGCAT = [
+    ("12-01 10:00:00.123  1901  4229 D EventBus: No subscribers registered for event class", 0),
+    ("12-01 10:00:01.456  1901  1901 I ActivityManager: Start proc 4242:com.shop/u0a85", 1),
+    ("12-01 10:00:02.789  1901  4229 W ConnectivityService: network 100 lost", 2),
+    ("12-01 10:00:03.012  4242  4242 E AndroidRuntime: FATAL EXCEPTION: main", 3),
+    ("12-01 10:00:04.345  4242  4260 F libc    : Fatal signal 11 (SIGSEGV), code 1", 3),
+    ("12-01 10:00:05.678 E/CheckoutClient( 4242): payment request failed", 3),
+    ("W/ActivityManager(  585): Activity pause timeout for ActivityRecord", 2),
+]
+
+
+def test_logcat_letters_are_levels_where_the_format_is_said_to_be_logcat() -> None:
+    assert [level_rank(line, logcat=True) for line, _ in LOGCAT] == [rank for _, rank in LOGCAT]
+
+
+def test_auto_leaves_logcat_letters_and_lone_letters_alone() -> None:
+    # The levels of threadtime lines (their messages hold no level word) are not guessed at.
+    assert [level_rank(line) for line, _ in LOGCAT[:3]] == [None, None, None]
+    assert level_rank("2026-12-01 10:00:00 step E of the runbook done", logcat=False) is None
+
+
+def test_a_level_filter_reads_logcat_letters_for_a_logcat_service(tmp_path: Path) -> None:
+    path = tmp_path / "device.log"
+    timed = LOGCAT[:-1]  # brief has no time: in one file with the others it would continue the line above
+    lines = [line for line, _ in timed]
+    path.write_text("\n".join(lines) + "\n")
+
+    def shown(level: str, **service: Any) -> list[str]:
+        policy = Policy(services={"phone": Service(logs=[path], timezone="UTC", **service)})
+        executor = Executor(Registry([query_logs_tool(policy)]), RetryPolicy(timeout_s=20, retries=0))
+        call = ToolCall("c1", "query_logs", json.dumps({"service": "phone", "level": level}))
+        result = executor.run_one(call).result
+        assert result.ok, result
+        return [line for line in lines if line in result.data["lines"]]
+
+    assert shown("ERROR", format="logcat") == [line for line, rank in timed if rank == 3]
+    assert shown("WARN", format="logcat") == [line for line, rank in timed if rank >= 2]
+    # auto: only the lines whose messages hold a level word (FATAL EXCEPTION, Fatal signal)
+    assert shown("ERROR") == [LOGCAT[3][0], LOGCAT[4][0]]
+
+
+@pytest.mark.parametrize("named", ["json", "klog", "Logback", "cri"])
+def test_a_format_auto_reads_anyway_is_refused_saying_so(named: str) -> None:
+    with pytest.raises(ValidationError, match="is recognised without setting it"):
+        Service(logs=[Path("/var/log/app.log")], format=named)
+
+
+def test_an_unknown_format_is_refused_with_the_ones_there_are() -> None:
+    with pytest.raises(ValidationError, match="'auto' or 'logcat'"):
+        Service(logs=[Path("/var/log/app.log")], format="xml")
+
+
 def test_a_spaced_json_level_number_is_not_read_in_pino_s_scheme() -> None:
     # Python's json.dumps spaces its keys; its programs number levels as logging does (40 ERROR).
     assert level_rank('{"level": 40, "msg": "x"}') is None

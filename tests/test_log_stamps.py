@@ -5,6 +5,7 @@ through the real query_logs on a file of that style whose lines are an hour apar
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
@@ -274,3 +275,66 @@ def test_since_and_until_read_each_style(style: str, tmp_path: Path) -> None:
     assert found(since="4h") == ["marker1", "marker2"]
     assert found(until="2h") == ["marker0", "marker1"]
     assert found(since="4h", until="2h") == ["marker1"]
+
+
+# ---------------------------------------------------------------- stack traces below a line of each style
+
+# The javadoc's chained trace (java.lang.Throwable#printStackTrace), cut to what a test needs.
+TRACE = [
+    "\tat Junk.a(Junk.java:13)",
+    "Caused by: MidLevelException: LowLevelException",
+    "\tat Junk.c(Junk.java:23)",
+    "\t... 1 more",
+]
+# Styles a container runtime writes: it stamps every line the program writes, a trace's too.
+RUNTIME_STYLES = {"cri", "json-ns-string"}
+
+
+@pytest.mark.parametrize("style", sorted(RENDERERS))
+def test_a_stack_trace_below_a_line_of_each_style_belongs_to_its_entry(style: str, tmp_path: Path) -> None:
+    now = datetime.now(UTC).replace(microsecond=0)
+    render = RENDERERS[style]
+    failed, later = now - timedelta(hours=2), now - timedelta(hours=1)
+    trace = [render(failed, frame) for frame in TRACE] if style in RUNTIME_STYLES else TRACE
+    lines = [render(failed, "marker0"), *trace, render(later, "marker1")]
+    path = tmp_path / f"{style}.log"
+    path.write_text("\n".join(lines) + "\n")
+    policy = Policy(services={"shop": Service(logs=[path], timezone="UTC")})
+    executor = Executor(Registry([query_logs_tool(policy)]), RetryPolicy(timeout_s=20, retries=0, backoff_s=0.01))
+
+    def found(**args: str) -> tuple[int, list[str]]:
+        call = ToolCall(f"c{uuid.uuid4().hex[:6]}", "query_logs", json.dumps({"service": "shop", **args}))
+        result = executor.run_one(call).result
+        assert result.ok, result
+        return result.data["matches"], result.data["lines"].split("\n")
+
+    assert found(contains="LowLevelException") == (1, lines[:-1])
+    assert found(until="90m") == (1, lines[:-1])
+    assert found(since="90m") == (1, lines[-1:])
+    assert found()[0] == 2
+
+
+def test_time_only_lines_are_dated_from_the_day_their_file_was_last_written(tmp_path: Path) -> None:
+    """logback's default layout has no date: a rotated file's lines are dated back from its last
+    write, not from today (a file of two days ago would otherwise read as today's)."""
+    day = (datetime.now(UTC) - timedelta(days=2)).replace(hour=12, minute=0, second=0, microsecond=0)
+    path = tmp_path / "app.log"
+    path.write_text(
+        "23:00:00.000 [main] INFO  c.s.App - marker0\n"  # the evening before: later than the last write's time
+        "10:00:00.000 [main] INFO  c.s.App - marker1\n"
+        "11:00:00.000 [main] INFO  c.s.App - marker2\n"
+    )
+    os.utime(path, (day.timestamp(), day.timestamp()))
+    policy = Policy(services={"shop": Service(logs=[path], timezone="UTC")})
+    executor = Executor(Registry([query_logs_tool(policy)]), RetryPolicy(timeout_s=20, retries=0, backoff_s=0.01))
+
+    def found(since: datetime, until: datetime) -> list[str]:
+        args = {"service": "shop", "since": since.isoformat(), "until": until.isoformat()}
+        result = executor.run_one(ToolCall(f"c{uuid.uuid4().hex[:6]}", "query_logs", json.dumps(args))).result
+        assert result.ok, result
+        return [f"marker{n}" for n in range(3) if f"marker{n}" in result.data["lines"]]
+
+    evening = day - timedelta(hours=13)  # 23:00 the day before
+    assert found(evening - timedelta(minutes=30), evening + timedelta(minutes=30)) == ["marker0"]
+    assert found(day - timedelta(hours=1, minutes=30), day) == ["marker2"]
+    assert found(day - timedelta(hours=3), day) == ["marker1", "marker2"]

@@ -11,8 +11,16 @@ checkout:
   journald: [checkout.service]                   # systemd units, read with journalctl
   log_command: checkout-pod-logs                 # a command under policy.commands (risk: read)
   timezone: UTC                                  # for timestamps written without an offset
+  format: auto                                   # or logcat (Android's one-letter levels)
   access: {groups: [oncall]}                     # who may read these logs; empty = anyone
 ```
+
+`format: auto` (the default) recognises every format of the documented set line by line, with
+nothing to set: JSON lines, logfmt, klog/glog, syslog (RFC 3164 and 5424, with or without
+`<PRI>`), nginx and Apache access and error logs, Docker json-file and CRI lines, journald
+short-iso, Python's and Java's default layouts (logback's time-only lines dated from the file's
+last write), log15. `format: logcat` adds Android logcat's one-letter level, which auto does not
+read: a lone `E` between spaces is too common in other logs to be taken for a level.
 
 `journald` units are read with `journalctl` (found on a fixed system PATH when the tool is
 built), newest entries first and within caps; the minimum level becomes journalctl's
@@ -44,7 +52,7 @@ from __future__ import annotations
 
 from datetime import UTC, tzinfo
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, StringConstraints, ValidationInfo, field_validator
@@ -54,6 +62,13 @@ from config.policy.base import Access, Name, Strict, absolute
 # A systemd unit name (nginx.service, getty@tty1.service, app-*.service as journalctl's glob);
 # never starting with '-', so it cannot be read as an option.
 UnitName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.@:*\\][A-Za-z0-9_.@:*\\-]{0,255}$")]
+
+LogFormat = Literal["auto", "logcat"]
+# Formats `auto` recognises on its own: naming one as the format gets an answer that says so.
+AUTO_FORMATS = frozenset(
+    "json logfmt klog glog syslog rfc3164 rfc5424 access nginx apache docker cri containerd journald "
+    "python logback java log15".split()
+)
 
 
 class Service(Strict):
@@ -78,7 +93,24 @@ class Service(Strict):
         description="IANA zone (UTC, Europe/Berlin) of log timestamps written without an offset; "
         "default: this host's local time, as syslog writes them",
     )
+    format: LogFormat = Field(
+        default="auto",
+        description="auto: every format of the documented set is recognised line by line; logcat: "
+        "also read Android logcat's one-letter level (E, W, ...), which auto leaves alone because a "
+        "lone letter between spaces is common in other logs",
+    )
     access: Access = Field(default_factory=Access, description="who may read these logs; default: anyone")
+
+    @field_validator("format", mode="before")
+    @classmethod
+    def _settable_format(cls, value: object) -> object:
+        # Naming a format auto reads anyway is a fair guess at the setting: say so, not just "invalid".
+        if isinstance(value, str) and value.strip().lower() in AUTO_FORMATS:
+            raise ValueError(
+                f"format {value!r} is recognised without setting it (format: auto reads every format of the "
+                "documented set line by line); only logcat needs format: logcat"
+            )
+        return value
 
     @field_validator("timezone")
     @classmethod

@@ -6,7 +6,9 @@ A block's lines are grouped by one of two rules, chosen by whether the block hol
 
 - timed: a line continues the entry above unless it has a time of its own (stamps.py) or begins
   as one does (a digit, `<PRI>`, `[2026-`, `Dec  1 `, klog's `E1201 `) or is a JSON object (a
-  JSON log writes one object per entry, with a time key or without). This is the
+  JSON log writes one object per entry, with a time key or without); a line a container
+  runtime stamped (CRI, `kubectl logs --timestamps`, Docker's json-file) continues it when what
+  the program wrote there has a trace's shape. This is the
   rule of Logstash's multiline codec on a timestamp pattern (`negate => true`, `what =>
   previous`) and of Fluent Bit's multiline parsers; it takes Java's `at` frames and `Caused by:`,
   Python's traceback and its last `ValueError: ...` line, Go's goroutine dumps and Node's frames.
@@ -24,6 +26,7 @@ the block by the rule its reader chose.
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -45,6 +48,29 @@ _STARTS = (
 )
 _STARTS_LINE = re.compile(_STARTS)
 _MAYBE_CONTINUES = re.compile(rf"\n(?!{_STARTS})")
+# A container runtime stamps every line it passes on, a stack trace's too: CRI (containerd,
+# CRI-O: `<RFC 3339> stdout F <line>`), `kubectl logs --timestamps` (`<RFC 3339> <line>`) and
+# Docker's json-file (`{"log":"<line>\n",...}`). Such a line continues the entry above when what
+# the program wrote has a trace's shape: a tab, an indented `at `/`File "`, `Caused by:`,
+# `... N more`, `Traceback (...)`. (Any indent would be too loose: Spring Boot pads its level.)
+# Looking at every line for this costs a search as long as the others together, so a block is
+# searched so only when a line near its start has a runtime's stamp: CRI's stream and tag,
+# kubectl's nanoseconds in UTC, or Docker's "log" key.
+_RUNTIME_STAMP = (
+    r'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) (?:(?:stdout|stderr) [FP] )?|\{"log":\s*"'
+)
+_RUNTIME_BLOCK = re.compile(
+    r"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) (?:stdout|stderr) [FP] "
+    r'|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z |\{"log":\s*")',
+    re.MULTILINE,
+)
+_RUNTIME_PROBE_CHARS = 4096
+_TRACE_SHAPED = (
+    r'(?:\t|\\t|\s+at |\s+File "|\s*Caused by: |\s*\.\.\. \d+ (?:more|common frames omitted)'
+    r"|Traceback \(most recent call last\):)"
+)
+_RUNTIME_CONTINUES = re.compile(f"(?:{_RUNTIME_STAMP}){_TRACE_SHAPED}")
+_RUNTIME_CONTINUED_LINES = re.compile(rf"\n(?=(?:{_RUNTIME_STAMP}){_TRACE_SHAPED})")
 _LOOKS_CONTINUED = (
     r"[ \t]|$"
     r"|(?:Caused by|Suppressed|Wrapped by): |\.\.\. \d+ (?:more|common frames omitted)"
@@ -64,22 +90,29 @@ class Grouping:
 
     f: Filters
     timed: bool
+    runtime: bool = False  # lines a container runtime stamped (see _RUNTIME_STAMP)
 
     @classmethod
     def of(cls, text: str, f: Filters) -> Grouping:
-        return cls(f, first_stamp(text, f) is not None)
+        return cls(f, first_stamp(text, f) is not None, runtime_stamped(text))
 
     def continues(self, text: str, pos: int) -> bool:
         """Whether the line starting at `pos` continues the entry above it."""
         if self.timed:
-            return _STARTS_LINE.match(text, pos) is None and stamp_at(text, pos, self.f) is None
+            if _STARTS_LINE.match(text, pos) is not None:
+                return self.runtime and _RUNTIME_CONTINUES.match(text, pos) is not None
+            return stamp_at(text, pos, self.f) is None
         return _CONTINUED.match(text, pos) is not None
 
     def continuations(self, text: str) -> Iterator[int]:
         """Where each line that continues an entry starts, oldest first (never the first line),
         found by one search of the block."""
         if self.timed:
-            return (m.end() for m in _MAYBE_CONTINUES.finditer(text) if stamp_at(text, m.end(), self.f) is None)
+            unstamped = (m.end() for m in _MAYBE_CONTINUES.finditer(text) if stamp_at(text, m.end(), self.f) is None)
+            if not self.runtime:
+                return unstamped
+            # Disjoint: a runtime's stamp starts with a digit or `{`, which no unstamped candidate does.
+            return heapq.merge(unstamped, (m.end() for m in _RUNTIME_CONTINUED_LINES.finditer(text)))
         return (m.end() for m in _CONTINUED_LINES.finditer(text))
 
     def count(self, text: str) -> int:
@@ -156,6 +189,11 @@ class Modes:
     def of(self, text: str) -> Grouping:
         if first_stamp(text, self.f) is not None:
             self.timed, self.untimed_chars = True, 0
-            return Grouping(self.f, timed=True)
+            return Grouping(self.f, timed=True, runtime=runtime_stamped(text))
         self.untimed_chars += len(text)
         return Grouping(self.f, timed=self.timed and self.untimed_chars <= ENTRY_REACH)
+
+
+def runtime_stamped(text: str) -> bool:
+    """Whether a line near the start of `text` has a container runtime's stamp."""
+    return _RUNTIME_BLOCK.search(text, 0, _RUNTIME_PROBE_CHARS) is not None

@@ -33,6 +33,10 @@ class Filters:
     now: float
     year: int  # this year where the service is: syslog timestamps leave it out
     deadline: float
+    logcat: bool = False  # the service's format is Android logcat: its one-letter level is read
+    # When the file being read was last written: time-only lines (logback's default) are dated
+    # back from it, not from now, so a rotated file's lines fall on the day they were written.
+    last_written: float | None = None
 
     @property
     def content(self) -> bool:

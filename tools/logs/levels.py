@@ -196,16 +196,26 @@ _PINO_LEVELS = (10, 20, 30, 40, 50, 60)
 # system-logs docs), and an access log's status ("... [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.0" 503",
 # Apache's CLF and nginx's combined: 5xx counts as ERROR, 4xx as WARN, the rest as INFO).
 _PRI = re.compile(r"<(\d{1,3})>")
+# Android logcat's letter, read only for a service whose `format` is logcat: after the date, pid
+# and tid (threadtime, the default), after the date (time), or first (brief, `E/Tag( 123):`);
+# developer.android.com/tools/logcat.
+_LOGCAT = re.compile(r"(?:\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\s+(?:\d+\s+\d+\s+)?)?([VDIWEFA])[ /]")
+_LOGCAT_LETTERS = "vdiwefa"
 _KLOG = re.compile(r"([IWEF])\d{4} \d\d:\d\d:\d\d")
 _ACCESS_STATUS = re.compile(r'\S+ \S+ \S+ \[[^\]]{20,40}\] "[^"]*" (\d)\d\d ')
 _STATUS_RANKS = {"5": 3, "4": 2}
 
 
-def level_rank(line: str) -> int | None:
+def level_rank(line: str, logcat: bool = False) -> int | None:
     """The rank of the line's level (0 DEBUG ... 3 ERROR): where its format puts one (a JSON
     level key, syslog's PRI, klog's letter, an access log's status), else the first level word
-    near the line's start. (logcat's letter stands mid-line, after pid and tid: no substring every
-    such line holds is rare enough in other logs for the prefilter, so it is not read.)"""
+    near the line's start. logcat's letter stands mid-line, after pid and tid, and a lone `E`
+    between spaces is too common elsewhere to be looked for in every log (a level query was 70%
+    slower): it is read when the service says its format is logcat (`logcat`)."""
+    if logcat:
+        letter = _LOGCAT.match(line)
+        if letter is not None:
+            return LETTER_RANKS[letter[1].lower()]
     if line.startswith("{"):
         keyed = _JSON_LEVEL.search(line, 0, _JSON_LEVEL_CHARS)
         if keyed is not None:
@@ -228,15 +238,18 @@ def _placed_rank(line: str) -> int | None:
     return _STATUS_RANKS.get(status[1], 1) if status is not None else None
 
 
-def level_tokens(min_rank: int) -> tuple[str, ...]:
+def level_tokens(min_rank: int, logcat: bool = False) -> tuple[str, ...]:
     """Substrings one of which every line of at least `min_rank` holds, in lower case: "err"
-    stands for "error" too, so a block is searched once per stem, not once per word; and the
-    leading digit of pino's numbers under "level" (`"level":5` stands for 50 to 59)."""
+    stands for "error" too, so a block is searched once per stem, not once per word; the
+    leading digit of pino's numbers under "level" (`"level":5` stands for 50 to 59); and with
+    `logcat`, logcat's letter as its three layouts write it."""
     words = sorted(w for w, rank in WORD_RANKS.items() if rank >= min_rank)
     stems = tuple(w for w in words if not any(o != w and o in w for o in words))
     digits = sorted({str(n)[0] for n in _PINO_LEVELS if (numeric_rank(n, Scheme.pino) or 0) >= min_rank})
     pino = tuple(f'"level":{d}' for d in digits)
-    return stems + pino + _placed_tokens(min_rank)
+    letters = [letter for letter in _LOGCAT_LETTERS if LETTER_RANKS[letter] >= min_rank] if logcat else []
+    logcat_tokens = tuple(token for letter in letters for token in (f" {letter} ", f" {letter}/", f"\n{letter}/"))
+    return stems + pino + _placed_tokens(min_rank) + logcat_tokens
 
 
 def _placed_tokens(min_rank: int) -> tuple[str, ...]:

@@ -246,7 +246,7 @@ def _group_body(pattern: str, i: int) -> tuple[int, str]:
 # ---------------------------------------------------------------- matching
 
 
-def prefilter_for(needle: str | None, min_rank: int | None, regex_text: str | None) -> Prefilter:
+def prefilter_for(needle: str | None, min_rank: int | None, regex_text: str | None, logcat: bool = False) -> Prefilter:
     """Words to find the lines worth redacting and judging, without redacting the others.
 
     Filters judge redacted text, so that no query can learn what redaction hides: a count of
@@ -259,7 +259,7 @@ def prefilter_for(needle: str | None, min_rank: int | None, regex_text: str | No
     if needle is not None and marker_free(needle):
         return Prefilter((needle,))
     if min_rank is not None:
-        return Prefilter(_level_tokens(min_rank))
+        return Prefilter(_level_tokens(min_rank, logcat))
     found = required_literal(regex_text) if regex_text is not None else None
     if found is not None and marker_free(found[0].lower()):
         literal, ignore_case = found
@@ -387,7 +387,7 @@ def _redacted(entries: list[str]) -> list[str]:
 
 def _content_matches(entry: str, f: Filters) -> bool:
     if f.min_rank is not None:
-        rank = level_rank(entry.partition("\n")[0])
+        rank = level_rank(entry.partition("\n")[0], f.logcat)
         if rank is None or rank < f.min_rank:
             return False
     if f.needle is not None and f.needle not in entry.lower():

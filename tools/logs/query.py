@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator
-from datetime import datetime, tzinfo
+from datetime import datetime
 from typing import Any
 
 from config.policy import Policy, Principal, Service
@@ -76,7 +76,7 @@ def query_logs(
     args: QueryLogsArgs, service: Service, principal: Principal | None = None, readers: Readers | None = None
 ) -> ToolResult:
     """The query on `service`'s sources; every problem is a result, nothing raises."""
-    filters = _filters(args, service.zone(), time.time())
+    filters = _filters(args, service, time.time())
     if isinstance(filters, ToolResult):
         return filters
     if readers is None:
@@ -171,7 +171,8 @@ def _regex_out_of_time() -> ToolResult:
     )
 
 
-def _filters(args: QueryLogsArgs, zone: tzinfo | None, now: float) -> Filters | ToolResult:
+def _filters(args: QueryLogsArgs, service: Service, now: float) -> Filters | ToolResult:
+    zone = service.zone()
     since = time_arg("since", args.since, zone, now)
     if isinstance(since, ToolResult):
         return since
@@ -189,10 +190,11 @@ def _filters(args: QueryLogsArgs, zone: tzinfo | None, now: float) -> Filters | 
         return pattern
     min_rank = LEVELS.index(args.level) if args.level else None
     needle = args.contains.lower() if args.contains else None
+    logcat = service.format == "logcat"
     return Filters(
         min_rank=min_rank,
         needle=needle,
-        prefilter=prefilter_for(needle, min_rank, args.regex),
+        prefilter=prefilter_for(needle, min_rank, args.regex, logcat),
         pattern=pattern,
         whole_block_regex=args.regex is not None and not shape_of(args.regex).lookaround,
         since=since,
@@ -201,6 +203,7 @@ def _filters(args: QueryLogsArgs, zone: tzinfo | None, now: float) -> Filters | 
         now=now,
         year=datetime.fromtimestamp(now, zone).year,
         deadline=time.monotonic() + SCAN_SECONDS,
+        logcat=logcat,
     )
 
 

@@ -16,6 +16,7 @@ per byte, it may read NEEDLE_SCAN_BYTES: a needle anywhere in a 1 GiB file is fo
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import os
 import time
@@ -143,6 +144,8 @@ def scan_files(files: list[LogFile], scan: Scan) -> None:
         if scan.f.since is not None and file.mtime < scan.f.since:
             scan.past_since = True  # not written to since then, nor is anything older
             return
+        # Time-only lines are dated back from this file's last write (stamps.py).
+        scan.f = dataclasses.replace(scan.f, last_written=file.mtime)
         try:
             if gz:
                 _scan_gz(file, scan)

@@ -11,8 +11,9 @@ s/ms/µs/ns), a logfmt `ts=`/`time=` key after others, and the access log's
 `[01/Dec/2026:10:00:00 +0000]` (nginx, Apache).
 
 Styles without a year (syslog, klog, logcat) are this year where the service is, unless that
-puts the line in the future; time-only lines are today, or yesterday if today would be ahead of
-now. Times without an offset are in the service's time zone.
+puts the line in the future; time-only lines are on the day their file was last written, or the
+day before if that day would put them after the last write (output without a file: today, or
+yesterday if today would be ahead of now). Times without an offset are in the service's time zone.
 """
 
 from __future__ import annotations
@@ -151,10 +152,11 @@ def _yearless(month: int, day: int, clock: tuple[int, int, int], micros: int, f:
 
 
 def _dayless(clock: tuple[int, int, int], micros: int, f: Filters) -> float:
-    today = datetime.fromtimestamp(f.now, f.zone).date()
-    moment = datetime(today.year, today.month, today.day, *clock, micros)
+    latest = f.now if f.last_written is None else f.last_written
+    day = datetime.fromtimestamp(latest, f.zone).date()
+    moment = datetime(day.year, day.month, day.day, *clock, micros)
     when = epoch(moment, f.zone)
-    return when if when <= f.now + 60 else epoch(moment - timedelta(days=1), f.zone)
+    return when if when <= latest + 60 else epoch(moment - timedelta(days=1), f.zone)
 
 
 def _json_time(line: str, f: Filters) -> float | None:
