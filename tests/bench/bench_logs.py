@@ -5,7 +5,8 @@ A script, not a test (pytest does not collect it). It writes a log of at most SI
 24 hours up to now, about 113 bytes a line:
 - INFO lines, a WARN every 100 lines;
 - an ERROR every 2 minutes throughout (1 in ~13,000 lines, ~1.4 MB apart), and one every 10 s
-  in the last 5 minutes: the last 50 ERRORs reach ~30 MB back;
+  in the last 5 minutes: the last 50 ERRORs reach ~30 MB back; each ERROR with the 12-line Java
+  stack trace below it (frames and a `Caused by:`), which queries return with it as one entry;
 - request ids to look for: `req-needle-old` in the first minute (the start of the file),
   `req-needle-mid` at 12 h (the middle), `req-needle-new` a minute before the end; and
   `req-needle-none`, which no line holds.
@@ -50,6 +51,20 @@ SPAN_S = 24 * 3600
 LINE = "{ts} INFO  checkout-api GET /v1/cart/{n:08x} 200 {ms:3d}ms request_id=req-{n:08x} user=u-{u:05d}\n"
 ERROR = '{ts} ERROR checkout-api POST /v1/checkout 502 error="upstream timeout after {ms}ms" request_id=req-{n:08x}\n'
 WARN = "{ts} WARN  checkout-api slow response from inventory {ms:4d}ms request_id=req-{n:08x} retry=1 pool=7\n"
+TRACE = (
+    "java.util.concurrent.TimeoutException: upstream timeout\n"
+    "\tat com.shop.checkout.PaymentClient.charge(PaymentClient.java:118)\n"
+    "\tat com.shop.checkout.CheckoutService.pay(CheckoutService.java:74)\n"
+    "\tat com.shop.checkout.CheckoutController.post(CheckoutController.java:51)\n"
+    "\tat org.springframework.web.servlet.FrameworkServlet.service(FrameworkServlet.java:897)\n"
+    "\tat jakarta.servlet.http.HttpServlet.service(HttpServlet.java:658)\n"
+    "Caused by: java.net.SocketTimeoutException: Read timed out\n"
+    "\tat java.base/sun.nio.ch.NioSocketImpl.timedRead(NioSocketImpl.java:288)\n"
+    "\tat java.base/sun.nio.ch.NioSocketImpl.implRead(NioSocketImpl.java:314)\n"
+    "\tat java.base/java.net.Socket$SocketInputStream.read(Socket.java:1099)\n"
+    "\tat com.shop.checkout.PaymentClient.charge(PaymentClient.java:112)\n"
+    "\t... 4 more\n"
+)
 
 QUERIES: list[tuple[str, dict[str, Any]]] = [
     ("last 50 ERROR lines", {"level": "ERROR", "limit": 50}),
@@ -60,6 +75,7 @@ QUERIES: list[tuple[str, dict[str, Any]]] = [
     ("until=12h level=ERROR (bisected)", {"until": "12h", "level": "ERROR", "limit": 50}),
     ("contains a request id 1 min old", {"contains": "req-needle-new", "limit": 50}),
     ("contains a request id 24 h old (the start)", {"contains": "req-needle-old", "limit": 50}),
+    ("contains a trace's root cause, last 50", {"contains": "SocketTimeoutException", "limit": 50}),
 ]
 NEEDLES = [
     ("at the start", "req-needle-old"),
@@ -95,7 +111,7 @@ def write_log(path: Path, size_mb: int, end: float) -> int:
             n += per_second
             recent = second >= SPAN_S - 300
             if second % 120 == 0 or (recent and second % 10 == 0):
-                text += ERROR.format(ts=stamp(epoch), ms=2000 + second % 7 * 500, n=n)
+                text += ERROR.format(ts=stamp(epoch), ms=2000 + second % 7 * 500, n=n) + TRACE
                 errors += 1
             if second == 30:
                 text += f"{stamp(epoch)} INFO  checkout-api GET /v1/cart 200 request_id=req-needle-old\n"
@@ -115,7 +131,7 @@ def write_gz(directory: Path, end: float) -> Path:
         while out.tell() < 64 * 1024 * 1024:
             out.write(second_of_lines(end - 7200 + second, n, 40))
             if second % 60 == 0:
-                out.write(ERROR.format(ts=stamp(end - 7200 + second), ms=2500, n=n))
+                out.write(ERROR.format(ts=stamp(end - 7200 + second), ms=2500, n=n) + TRACE)
             n, second = n + 40, second + 1
     plain.write_text(second_of_lines(end - 10, 10**7, 9000))
     os.utime(rotated, (end - 3600, end - 3600))

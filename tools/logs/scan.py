@@ -126,7 +126,7 @@ class Scan:
             elif not searching and self.scanned - self.searched >= MAX_SCAN_BYTES:
                 self.stopped = f"it read its cap of {mb(MAX_SCAN_BYTES)}"
             elif self.need <= 0 and self.scanned >= COUNT_SCAN_BYTES:
-                self.stopped = f"the {self.limit} lines asked for were found within the newest {mb(self.scanned)}"
+                self.stopped = f"the {self.limit} asked for were found within the newest {mb(self.scanned)}"
             elif self.untimed >= self.limit and self.scanned >= COUNT_SCAN_BYTES:
                 self.stopped = f"{self.untimed:,} lines without a time had been found in the newest {mb(self.scanned)}"
             elif time.monotonic() > self.f.deadline:
