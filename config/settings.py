@@ -108,6 +108,13 @@ class AlertSettings(Strict):
         description="Slack channel for alert threads a trigger names none for",
     )
     first_look: bool = Field(default=True, description="an alert no runbook matches gets the model's first look")
+    max_runs_per_group: int = Field(
+        default=5,
+        ge=1,
+        le=100,
+        description="runbook runs one alert group may start (one per distinct set of parameters); "
+        "the group's message lists the alerts past it as not run",
+    )
 
 
 class RunbookSettings(Strict):

@@ -71,16 +71,19 @@ def parse_alertmanager(body: bytes) -> list[Alert]:
         notes.append(f"Alertmanager left {payload.truncated_alerts} more alert(s) of this group out (max_alerts)")
     if len(payload.alerts) > MAX_ALERTS:
         notes.append(f"{len(payload.alerts) - MAX_ALERTS} more alert(s) of this group left out by opsbot")
-    return [_alert(payload.group_key, entry, tuple(notes)) for entry in payload.alerts[:MAX_ALERTS]]
+    return [_alert(payload, entry, tuple(notes)) for entry in payload.alerts[:MAX_ALERTS]]
 
 
-def _alert(group_key: str, entry: _AmAlert, notes: tuple[str, ...]) -> Alert:
+def _alert(payload: _AmPayload, entry: _AmAlert, notes: tuple[str, ...]) -> Alert:
     starts = entry.starts_at.isoformat()
+    group_key = payload.group_key
     return Alert(
         source="alertmanager",
         status=entry.status,
         key="alertmanager:" + _digest(group_key, entry.fingerprint),
         delivery="alertmanager:" + _digest(group_key, entry.fingerprint, entry.status, starts),
+        group="alertmanager:" + _digest(group_key),
+        group_labels=payload.group_labels,
         labels=entry.labels,
         annotations=entry.annotations,
         title=entry.labels.get("alertname") or entry.annotations.get("summary") or "Alertmanager alert",

@@ -66,6 +66,11 @@ class Alert(BaseModel):
     title: str
     url: str | None = None
     starts_at: datetime | None = None
+    group: str = ""
+    """The alerts that are one message in Slack: Alertmanager's group (a digest of its groupKey), a
+    PagerDuty incident. Empty: the alert is a group of its own."""
+    group_labels: dict[str, str] = {}
+    """The labels the group is made by (Alertmanager's groupLabels: what `group_by` names)."""
     notes: tuple[str, ...] = ()
     """What opsbot changed or left out of the payload (caps, truncated groups), to say aloud."""
 
@@ -80,6 +85,11 @@ class Alert(BaseModel):
         labels = data.get("labels")
         if isinstance(labels, Mapping) and all(isinstance(v, str) for v in labels.values()):
             data["labels"] = _cap_pairs(labels, "label", MAX_LABELS, MAX_LABEL_VALUE_CHARS, notes, cut=False)
+        grouped = data.get("group_labels")
+        if isinstance(grouped, Mapping) and all(isinstance(v, str) for v in grouped.values()):
+            data["group_labels"] = _cap_pairs(
+                grouped, "group label", MAX_LABELS, MAX_LABEL_VALUE_CHARS, notes, cut=False
+            )
         annotations = data.get("annotations")
         if isinstance(annotations, Mapping) and all(isinstance(v, str) for v in annotations.values()):
             data["annotations"] = _cap_pairs(
@@ -94,6 +104,10 @@ class Alert(BaseModel):
             data["url"] = _safe_url(url, notes)
         data["notes"] = tuple(notes)
         return data
+
+    @property
+    def group_id(self) -> str:
+        return self.group or self.key
 
 
 def _cap_pairs(

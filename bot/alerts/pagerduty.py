@@ -120,6 +120,7 @@ def parse_pagerduty(body: bytes) -> list[Alert]:
             status=status,
             key=f"pagerduty:{incident.id}",
             delivery=f"pagerduty:event:{event.id}",
+            group=f"pagerduty:{incident.id}",  # one incident, one message
             labels={name: value for name, value in labels.items() if value},
             annotations={name: value for name, value in annotations.items() if value},
             title=incident.title or f"PagerDuty incident {labels['incident']}",

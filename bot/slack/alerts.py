@@ -1,14 +1,23 @@
-"""Alerts into Slack: the alert posted in its channel, the matching runbook run in its thread.
+"""Alerts into Slack: one message per alert group, updated in place, and the matching runbook
+runs in its thread, one per distinct set of parameters.
 
 The webhook only queues (bot/alerts/queue.py, in Redis, so it answers at once and an accepted
 alert survives a restart); one worker per process takes alerts off the queue in order and hands
-runs to the worker pool, so a slow runbook never holds up the next alert. Handling an alert
-again (after a crash, or a failure) is harmless: the run id comes from the delivery (one run,
-whoever starts it) and every post is marked and looked for before posting again.
+runs to the worker pool, so a slow runbook never holds up the next alert. A group (Alertmanager's
+groupKey, a PagerDuty incident: bot/slack/alert_groups.py) is posted once; the alerts that join,
+repeat or resolve after it change what its message shows, and the worker draws the messages that
+changed again when the queue runs dry (or every FLUSH_EVERY_S during a long storm), so a group of
+100 alerts is one post and a few updates, not 100 posts. Runs are deduplicated by what they
+would do (runbook and parameters), at most alerts.max_runs_per_group per group.
+
+Handling an alert again (after a crash, or a failure) is harmless: posts are marked and looked
+for before posting again, and a run's id comes from its group, runbook and parameters (one run,
+whoever starts it).
 
 A resolved alert leaves a tombstone: a firing notification of the same episode handled after it
-(another process, a retry) posts the alert as resolved and runs nothing; a run started just
-before the tombstone is cancelled as soon as it is seen.
+(another process, a retry) is shown as resolved and runs nothing; a run whose alerts have all
+resolved is cancelled. When every alert of a group has resolved, the thread says so once and the
+group's next firing alert opens a new message.
 
 Alert text is untrusted: labels fill runbook parameters only through a trigger's mapping and the
 parameters' types; annotations are shown redacted and escaped, and given to the model as
@@ -17,6 +26,7 @@ delimited data.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -32,7 +42,8 @@ from bot.alerts.queue import ALIVE_TTL_S, AlertQueue
 from bot.prompts import alert_first_look
 from bot.redis_client import REDIS_ERRORS, RedisClient
 from bot.runbooks.engine import RunbookEngine, RunRefused
-from bot.slack.blocks import alert_blocks, escape
+from bot.slack.alert_groups import AlertGroups, Claim
+from bot.slack.blocks import escape, group_blocks
 from bot.slack.delivery import WorkerPool
 from bot.slack.jobs import Job, ThreadRef
 from bot.slack.posting import post_once, post_or_log, replace
@@ -48,6 +59,11 @@ RETRY_PAUSE_S = 2.0
 # How long the worker blocks on an empty queue before it looks whether to stop: `stop` (at
 # SIGTERM) waits up to this long.
 QUEUE_WAIT_S = 1.0
+# With group messages to draw again: how long the queue may stay empty before they are drawn
+# (a webhook's alerts are queued back to back, so this waits out one notification), and how
+# often at least during a storm that never lets the queue run dry.
+FLUSH_WAIT_S = 0.2
+FLUSH_EVERY_S = 2.0
 # An approved command in flight cannot be stopped halfway: a resolve waits this long for it.
 _CANCEL_PATIENCE_S = 600.0
 
@@ -76,8 +92,11 @@ class AlertRouter:
         self.first_look = first_look
         self.prefix = prefix
         self.queue = AlertQueue(store, owner, prefix)
+        self.groups = AlertGroups(store, prefix)
         self._stop = threading.Event()
         self._worker: threading.Thread | None = None
+        self._changed: dict[str, tuple[Alert, ThreadRef]] = {}  # group -> an alert of it, its message
+        self._changed_at = 0.0
 
     def start(self) -> None:
         self._worker = threading.Thread(target=self._work, name="opsbot-alerts", daemon=True)
@@ -99,50 +118,76 @@ class AlertRouter:
             log.error("alert %r has no channel: set alerts.channel or a trigger's channel", alert.title)
             return
         episode = self._resolved_episode(alert)
-        root = post_once(
-            self.client,
-            channel,
-            None,
-            f"alert:{alert.delivery}",
-            escape(f"🚨 {redact_text(alert.title)}"),
-            alert_blocks(alert, resolved=episode),
-            kind="opsbot_alert",
-            check_first=True,
-        )
-        thread = ThreadRef(team=self.team, channel=channel, thread_ts=root)
-        run_id = "alert-" + hashlib.sha256(alert.delivery.encode()).hexdigest()[:24]
-        remembered = {"team": thread.team, "channel": channel, "thread_ts": root, "run": run_id if match else ""}
+        self.groups.record(alert, "resolved before it was handled" if episode else "firing")
+        thread = self._message(alert, channel)
+        remembered = {"team": thread.team, "channel": channel, "thread_ts": thread.thread_ts}
         self.redis.set(f"{self.prefix}:thread:{alert.key}", json.dumps(remembered), ex=_THREAD_TTL_S)
         if episode:
             return
         if match is not None:
-            self._run(alert, match[0], match[1], thread, run_id)
-        elif self.settings.first_look and self.first_look is not None:
+            self._run(alert, match[0], match[1], thread)
+        elif self.settings.first_look and self.first_look is not None and self.groups.first_look(alert):
             details = "\n".join(f"{k}: {v}" for k, v in {**alert.labels, **alert.annotations}.items())
             self.first_look(
                 Job(
-                    id=f"alert:{alert.delivery}",
+                    id=f"alert:{alert.group_id}:{self.groups.generation(alert)}",
                     thread=thread,
                     user=alert.source,
                     text=alert_first_look(redact_text(alert.title), redact_text(details)),
                     principal=Principal(platform="webhook", user=alert.source, team=self.team, channel=channel),
-                    ts=root,
+                    ts=thread.thread_ts,
                 )
             )
 
-    def _run(self, alert: Alert, runbook: Runbook, trigger: Trigger, thread: ThreadRef, run_id: str) -> None:
+    def _message(self, alert: Alert, channel: str) -> ThreadRef:
+        """The group's message: posted by its first alert, drawn again later for the others."""
+        known = self.groups.message(alert)
+        if known is not None:
+            self._changed_group(alert, known)
+            return known
+        self.groups.open(alert)
+        view = self.groups.view(alert)
+        first = view.first if view is not None else alert
+        root = post_once(
+            self.client,
+            channel,
+            None,
+            f"alert-group:{alert.group_id}:{self.groups.generation(alert)}",
+            escape(f"🚨 {redact_text(first.title)}"),
+            group_blocks(view) if view is not None else [],
+            kind="opsbot_alert",
+            check_first=True,
+        )
+        thread = ThreadRef(team=self.team, channel=channel, thread_ts=root)
+        self.groups.remember_message(alert, thread)
+        return thread
+
+    def _run(self, alert: Alert, runbook: Runbook, trigger: Trigger, thread: ThreadRef) -> None:
         missing = sorted(label for label in trigger.params.values() if label not in alert.labels)
         if missing:
             # A default standing in for a label the alert lacks could point a run at the wrong service.
-            self._say(
-                thread,
-                f"{run_id}:refused",
+            why = (
                 f"Runbook `{runbook.id}` was not run: the alert has no label "
-                f"{', '.join(repr(m) for m in missing)}, which its trigger maps to a parameter.",
+                f"{', '.join(repr(m) for m in missing)}, which its trigger maps to a parameter."
             )
+            self._not_run(alert, thread, why)
             return
         params = {param: alert.labels[label] for param, label in trigger.params.items()}
-        origin = {**thread.place(), "alert": alert.key}
+        what = json.dumps([alert.group_id, self.groups.generation(alert), runbook.id, params], sort_keys=True)
+        run_id = "alert-" + hashlib.sha256(what.encode()).hexdigest()[:24]
+        claim = self.groups.claim_run(alert, run_id, runbook.id, params, self.settings.max_runs_per_group)
+        self._changed_group(alert, thread)
+        if claim is Claim.over:
+            limit = self.settings.max_runs_per_group
+            why = (
+                f"Runbook `{runbook.id}` was not run for some alerts: this group has started its {limit} "
+                "runs with other parameters (alerts.max_runs_per_group)."
+            )
+            self._not_run(alert, thread, why)
+            return
+        if claim is Claim.known:
+            return  # the run another alert of the group started does what this one asks
+        origin = {**thread.place(), "alert": alert.key, "alert_group": alert.group_id}
         requested_by = Principal(platform="webhook", user=alert.source, team=self.team)
 
         def run() -> None:
@@ -157,6 +202,14 @@ class AlertRouter:
         if not self.pool.submit(run):
             run()  # every worker busy: this alert's run goes on here rather than wait or be lost
 
+    def _not_run(self, alert: Alert, thread: ThreadRef, why: str) -> None:
+        """`alert` starts no run, for `why`: listed in the group's message; said in its thread
+        the first time the group meets that reason."""
+        self._changed_group(alert, thread)
+        if self.groups.not_run(alert, why):
+            digest = hashlib.sha256(why.encode()).hexdigest()[:16]
+            self._say(thread, f"not-run:{alert.group_id}:{self.groups.generation(alert)}:{digest}", why)
+
     def _resolved(self, alert: Alert) -> None:
         self.redis.set(f"{self.prefix}:resolved:{alert.key}", _episode(alert), ex=_THREAD_TTL_S)
         raw = self.redis.get(f"{self.prefix}:thread:{alert.key}")
@@ -165,13 +218,36 @@ class AlertRouter:
             return
         known = json.loads(raw)
         thread = ThreadRef(team=known["team"], channel=known["channel"], thread_ts=known["thread_ts"])
-        note = f"✅ Resolved: {redact_text(alert.title)}."
-        if known.get("run"):
+        self.groups.record(alert, "resolved")
+        for run_id in self.groups.runs_done_with(alert):  # every alert a run was for has resolved
+            if not self.pool.submit(functools.partial(self._cancel, run_id)):
+                self._cancel(run_id)
+        view = self.groups.view(alert)
+        if view is None or not view.resolved:
+            self._changed_group(alert, thread)
+            return
+        count = len(view.members)
+        note = f"✅ Resolved: {redact_text(view.first.title)}" + (f" (all {count} alerts)." if count > 1 else ".")
+        if view.runs:
             note += " What its runbook still waited for is cancelled."
-            if not self.pool.submit(lambda: self._cancel(known["run"])):
-                self._cancel(known["run"])
-        self._say(thread, f"resolved:{alert.delivery}", note)
-        replace(self.client, thread.channel, thread.thread_ts, escape(note), alert_blocks(alert, resolved=False))
+        self._say(thread, f"resolved:{alert.group_id}:{self.groups.generation(alert)}", note)
+        replace(self.client, thread.channel, thread.thread_ts, escape(note), group_blocks(view))
+        self._changed.pop(alert.group_id, None)
+        self.groups.end_generation(alert)
+
+    def _changed_group(self, alert: Alert, thread: ThreadRef) -> None:
+        if not self._changed:
+            self._changed_at = time.monotonic()
+        self._changed[alert.group_id] = (alert, thread)
+
+    def redraw(self) -> None:
+        """Draw again the messages of the groups that changed since they were last drawn."""
+        changed, self._changed = self._changed, {}
+        for alert, thread in changed.values():
+            view = self.groups.view(alert)
+            if view is not None:
+                title = escape(f"🚨 {redact_text(view.first.title)}")
+                replace(self.client, thread.channel, thread.thread_ts, title, group_blocks(view))
 
     def _cancel(self, run_id: str) -> None:
         deadline = time.monotonic() + _CANCEL_PATIENCE_S
@@ -217,15 +293,20 @@ class AlertRouter:
                     self.queue.alive()
                     self.queue.requeue_orphans()
                     last_sweep = time.monotonic()
-                raw = self.queue.next(QUEUE_WAIT_S)
+                # While messages wait to be drawn again, a short wait: the queue running dry draws them.
+                raw = self.queue.next(FLUSH_WAIT_S if self._changed else QUEUE_WAIT_S)
                 unreachable = False
                 if raw is None:
+                    self.redraw()
                     continue
                 if self._stop.is_set():
                     self.queue.give_back(raw)  # taken while stopping: another process handles it
+                    self.redraw()
                     return
                 self.handle(Alert.model_validate_json(raw))
                 self.queue.done(raw)
+                if self._changed and time.monotonic() - self._changed_at >= FLUSH_EVERY_S:
+                    self.redraw()
             except REDIS_ERRORS as exc:
                 metrics.redis_error("alerts")
                 # One line per outage: the janitor says the rest, and queued alerts wait in Redis.

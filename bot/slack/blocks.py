@@ -15,6 +15,7 @@ from bot.alerts.models import Alert
 from bot.approvals import Pending
 from bot.prompts import UNCHECKED
 from bot.reply import Reply, Step
+from bot.slack.alert_groups import GroupView, Member
 from tools.base import CallStatus
 from tools.redact import redact_text
 from tools.text import cut_middle
@@ -181,21 +182,59 @@ def decision_blocks(pending: Pending | None, decision: str) -> list[Block]:
     return [section(escape(pending.what)), _context(decision)]
 
 
-def alert_blocks(alert: Alert, resolved: bool) -> list[Block]:
-    """An alert as posted in its channel: title, labels and annotations redacted, its link encoded."""
-    labels = ", ".join(f"{k}={v}" for k, v in sorted(alert.labels.items()))
-    state = "resolved before it was handled" if resolved else alert.status
-    lines = [
-        f"🚨 *{escape(redact_text(alert.title))}* ({alert.source}, {state})",
-        f"*Labels:* {escape(redact_text(labels))}",
-    ]
-    lines += [f"*{escape(k)}:* {escape(redact_text(v))}" for k, v in sorted(alert.annotations.items())]
-    if alert.url:
+# A group's message lists this many of its alerts by what sets them apart, then "and N more".
+LISTED_ALERTS = 10
+
+
+def group_blocks(view: GroupView) -> list[Block]:
+    """An alert group as posted in its channel: its first alert's title, annotations and link, the
+    labels all its alerts share, each alert by the labels that set it apart (the first
+    LISTED_ALERTS), the runbook runs they started and the alerts that started none; all redacted,
+    the link encoded."""
+    first, members = view.first, view.members
+    lines = [f"🚨 *{escape(redact_text(first.title))}* ({first.source}, {_group_state(members, first)})"]
+    shared = _shared_labels([m.labels for m in members] or [first.labels])
+    lines.append(f"*Labels:* {escape(redact_text(_pairs(shared)))}")
+    if len(members) > 1:
+        lines.append(f"*Alerts ({len(members)}):*")
+        for member in members[:LISTED_ALERTS]:
+            apart = {k: v for k, v in member.labels.items() if k not in shared}
+            lines.append(f"• {escape(redact_text(_pairs(apart) or '(same labels)'))} ({member.status})")
+        if len(members) > LISTED_ALERTS:
+            lines.append(f"and {len(members) - LISTED_ALERTS} more")
+    lines += [f"*{escape(k)}:* {escape(redact_text(v))}" for k, v in sorted(first.annotations.items())]
+    if first.url:
         # Slack's link syntax ends at `|` or `>`: encoded, a URL cannot relabel itself or add a mention.
-        lines.append(f"<{quote(alert.url, safe=':/?#[]@!$&()*+,;=%~.-_')}|Open in {alert.source}>")
-    if alert.notes:
-        lines.append(f"_{escape('; '.join(alert.notes))}_")
+        lines.append(f"<{quote(first.url, safe=':/?#[]@!$&()*+,;=%~.-_')}|Open in {first.source}>")
+    if first.notes:
+        lines.append(f"_{escape('; '.join(first.notes))}_")
+    for run in view.runs:
+        params = escape(redact_text(_pairs(run.params)))
+        lines.append(f"*Runbook* `{escape(run.runbook)}` ({params}) for {run.alerts} alert(s)")
+    reasons: dict[str, int] = {}
+    for why in view.not_run.values():
+        reasons[why] = reasons.get(why, 0) + 1
+    lines += [f"*Not run* for {count} alert(s): {escape(why)}" for why, count in sorted(reasons.items())]
     return [section("\n".join(lines))]
+
+
+def _group_state(members: list[Member], first: Alert) -> str:
+    if len(members) <= 1:
+        return members[0].status if members else first.status
+    firing = sum(m.status == "firing" for m in members)
+    return f"{firing} firing, {len(members) - firing} resolved" if firing else f"all {len(members)} resolved"
+
+
+def _shared_labels(labels: list[dict[str, str]]) -> dict[str, str]:
+    """The labels every alert has with the same value."""
+    shared = dict(labels[0])
+    for other in labels[1:]:
+        shared = {k: v for k, v in shared.items() if other.get(k) == v}
+    return shared
+
+
+def _pairs(labels: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
 
 def step_blocks(text: str, output: str, max_chars: int) -> list[Block]:
