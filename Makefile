@@ -26,6 +26,7 @@ bench: $(STAMP)
 	$(BIN)/python tests/bench/bench_redaction.py
 	$(BIN)/python tests/bench/bench_slack.py
 	$(BIN)/python tests/bench/bench_startup.py
+	$(BIN)/python tests/bench/bench_storm.py
 
 # Minutes each, so not part of `bench`: exactly one answer under faults, and over a long run.
 bench-faults: $(STAMP)

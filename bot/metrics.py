@@ -71,6 +71,11 @@ class _Metrics:
         self.completion_tokens = Counter(
             "opsbot_model_completion_tokens", "Completion tokens the model server counted.", registry=r
         )
+        self.http_waiting = Gauge(
+            "opsbot_http_requests_waiting",
+            "HTTP requests (Slack events, webhooks) accepted and waiting for one of the server's threads.",
+            registry=r,
+        )
         self.jobs_waiting = Gauge(
             "opsbot_slack_jobs_waiting",
             "Slack jobs this process accepted that no worker here is working on and no process is known "
@@ -94,6 +99,24 @@ class _Metrics:
         )
         self.duplicates = Counter(
             "opsbot_slack_duplicate_deliveries", "Slack deliveries dropped as already seen.", registry=r
+        )
+        self.posts_waiting = Gauge(
+            "opsbot_slack_posts_waiting",
+            "Posts of this process waiting for their channel's next slot (Slack takes about one a second "
+            "per channel): the channel queues' depth.",
+            registry=r,
+        )
+        self.post_wait = Histogram(
+            "opsbot_slack_post_wait_seconds",
+            "How long a post waited for its channel's slot.",
+            buckets=_WAIT_BUCKETS,
+            registry=r,
+        )
+        self.rate_limited = Counter(
+            "opsbot_slack_rate_limited",
+            "Slack calls answered 429 (each waited out its Retry-After and was tried again), by method.",
+            ["method"],
+            registry=r,
         )
         self.alerts = Counter(
             "opsbot_alerts_received",
@@ -164,6 +187,11 @@ def model_call(duration_s: float, ok: bool, prompt_tokens: int = 0, completion_t
 # ---------------------------------------------------------------- Slack
 
 
+def watch_http_waiting(count: Callable[[], float]) -> None:
+    """The HTTP-waiting gauge is read from `count` at each scrape."""
+    _m().http_waiting.set_function(count)
+
+
 def watch_jobs_waiting(count: Callable[[], float]) -> None:
     """The jobs-waiting gauge is read from `count` at each scrape (the last one given wins)."""
     _m().jobs_waiting.set_function(count)
@@ -179,6 +207,19 @@ def ack(kind: str, outcome: str = "ok") -> None:
 
 def duplicate_delivery() -> None:
     _m().duplicates.inc()
+
+
+def post_waiting(delta: int) -> None:
+    """A post starts (1) or stops (-1) waiting for its channel's slot."""
+    _m().posts_waiting.inc(delta)
+
+
+def post_waited(waited_s: float) -> None:
+    _m().post_wait.observe(max(waited_s, 0.0))
+
+
+def rate_limited(method: str) -> None:
+    _m().rate_limited.labels(method).inc()
 
 
 # ---------------------------------------------------------------- alerts, runbooks, approvals, Redis

@@ -27,6 +27,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from bot import metrics
 from bot.wsgi_body import BodyRefused, read_body
+from config.settings import HttpSettings
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -246,10 +247,22 @@ def _peer(environ: WSGIEnvironment) -> str:
     return str(environ.get("REMOTE_ADDR", "?"))
 
 
-def serve(app: WebApp, port: int, threads: int = 16) -> None:
-    waitress.serve(
-        app, host="0.0.0.0", port=port, threads=threads, ident="opsbot", max_request_body_size=MAX_REQUEST_BYTES
+def serve(app: WebApp, port: int, sizing: HttpSettings) -> None:
+    server = waitress.create_server(
+        app,
+        host="0.0.0.0",
+        port=port,
+        threads=sizing.threads,
+        backlog=sizing.backlog,
+        connection_limit=sizing.connection_limit,
+        ident="opsbot",
+        max_request_body_size=MAX_REQUEST_BYTES,
     )
+    # waitress logs "Task queue depth is N" for every request that waits for a thread: a burst of
+    # webhooks is a line per request. How many wait is a gauge of /metrics instead.
+    logging.getLogger("waitress.queue").setLevel(logging.ERROR)
+    metrics.watch_http_waiting(lambda: len(server.task_dispatcher.queue))
+    server.run()
 
 
 def _json(start_response: StartResponse, status: str, body: dict[str, Any]) -> list[bytes]:

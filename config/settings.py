@@ -85,6 +85,13 @@ class SlackSettings(Strict):
         "process's threads are taken over this long (and at most a third more) after it died",
     )
     stream: bool = Field(default=True, description="stream steps and answer into one message where Slack allows")
+    post_interval_s: float = Field(
+        default=1.0,
+        ge=0,
+        le=10,
+        description="the least time between two of opsbot's posts in one channel, shared by every process "
+        "on the Redis (Slack takes about one a second per channel); 0: unpaced",
+    )
     thread_context_messages: int = Field(
         default=20, ge=0, le=200, description="earlier messages read when mentioned in an existing thread"
     )
@@ -124,6 +131,18 @@ class RunbookSettings(Strict):
     recover_every_s: float = Field(default=30.0, gt=0, description="how often runs left behind are looked for")
 
 
+class HttpSettings(Strict):
+    """`opsbot serve --http`'s server (waitress): sized for webhook bursts. A webhook only queues
+    its alert, so each request takes milliseconds; a storm's notifications wait their turn in the
+    listen backlog and the task queue rather than being refused."""
+
+    threads: int = Field(default=16, ge=1, le=256, description="requests handled at once")
+    backlog: int = Field(default=1024, ge=16, le=65535, description="connections the kernel holds before accept")
+    connection_limit: int = Field(
+        default=256, ge=16, le=10000, description="open connections at once; past it new ones wait in the backlog"
+    )
+
+
 class AuditSettings(Strict):
     ttl_s: int = Field(
         default=7 * 24 * 3600, ge=3600, description="how long Redis keeps audit records (the log keeps its own)"
@@ -143,6 +162,7 @@ class FileConfig(Strict):
     alerts: AlertSettings = Field(default_factory=AlertSettings)
     runbooks: RunbookSettings = Field(default_factory=RunbookSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
+    http: HttpSettings = Field(default_factory=HttpSettings)
     policy: Policy = Field(default_factory=Policy)
 
 
@@ -192,6 +212,7 @@ class Settings(BaseSettings):
     alerts: AlertSettings = Field(default_factory=AlertSettings)
     runbooks: RunbookSettings = Field(default_factory=RunbookSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
+    http: HttpSettings = Field(default_factory=HttpSettings)
     policy: Policy = Field(default_factory=Policy)
 
     @field_validator("redis_url")

@@ -17,6 +17,7 @@ from bot.alerts.alertmanager import parse_alertmanager
 from bot.alerts.models import Alert
 from bot.slack.blocks import LISTED_ALERTS
 from config.settings import AlertSettings
+from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Reply
 from tests.fakes.slack_api import SlackApi
 from tests.fakes.slack_stack import Stack, Stacks, stack_settings
@@ -74,11 +75,11 @@ def quick(body: dict[str, Any]) -> Reply:
 def make_stack(redis_server, model_server, sample) -> Iterator[Make]:
     stacks = Stacks()
 
-    def make(alerts: AlertSettings | None = None) -> Stack:
+    def make(alerts: AlertSettings | None = None, **slack_settings: Any) -> Stack:
         redis_server.flush()
         slack = SlackApi()
         server = model_server(quick)
-        settings = stack_settings(slack, redis_server.url, sample.policy, server, alerts=alerts)
+        settings = stack_settings(slack, redis_server.url, sample.policy, server, alerts=alerts, **slack_settings)
         return stacks.start(slack, settings, server)
 
     yield make
@@ -168,3 +169,22 @@ def test_a_group_resolving_says_so_once_and_its_next_firing_opens_a_new_message(
     deliver(stack, [later[0].model_copy(update={"delivery": "refire-1"})])
     settled(stack, 2)
     assert len(top_level(stack)) == 2
+
+
+def test_the_storm_drains_within_slacks_limit_while_other_threads_are_answered(make_stack) -> None:
+    """At ten times Slack's pace (posts 0.1 s apart in a channel, the fake taking 10 a second with
+    bursts of 3, as Slack takes 1 with short bursts): no post meets a 429, the channel is drained in
+    a tenth of 60 s, and a question asked in the channel meanwhile is answered."""
+    stack = make_stack(AlertSettings(channel="CALERTS", first_look=False), post_interval_s=0.1)
+    stack.slack.rate_limit(per_s=10, burst=3)
+    begun = time.monotonic()
+    deliver(stack, checkout_storm() + singles())
+    mention = payloads.app_mention("<@UBOT> logs checkout ERROR", channel="CALERTS")
+    stack.event(mention)
+    assert stack.slack.wait_for(lambda: len(top_level(stack)) >= 22 and stack.answers("CALERTS", mention["ts"]), 30)
+    assert stack.idle(30)
+    drained = time.monotonic() - begun
+    assert stack.slack.rate_limited == [], "every post within the channel's limit"
+    assert drained < 6, f"drained in {drained:.1f} s"
+    assert len([m for m in top_level(stack) if m["ts"] != mention["ts"]]) == 21
+    assert stack.answers("CALERTS", mention["ts"]), "the question in the same channel was answered"

@@ -13,6 +13,7 @@ import json
 import shutil
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +168,30 @@ def test_a_run_whose_process_dies_goes_on_in_the_next_one(
         root = roots(slack)[0]
         assert slack.wait_for(lambda: "succeeded" in thread_text(slack, root), 30), thread_text(slack, root)
         assert posted(slack, root, "✓ `after` → ok") == 1 and posted(slack, root, "✓ `nap` → ok") == 1
+
+
+def test_a_burst_of_webhooks_is_taken_whole_by_a_small_server_without_log_noise(
+    own_redis: RedisServer, slack: SlackApi, config: Path
+) -> None:
+    """60 notifications at once, 30 connections at a time, against 2 server threads: every one
+    accepted, no "Task queue depth" line per request, and /metrics shows the queues instead."""
+    document = json.loads((FIXTURES / "alertmanager_firing.json").read_text())
+
+    def notification(n: int) -> str:
+        document["alerts"][0]["fingerprint"] = f"burst-{n:04d}"
+        document["alerts"][0]["labels"] = {**document["alerts"][0]["labels"], "instance": f"checkout-{n}"}
+        return json.dumps(document)
+
+    bodies = [notification(n) for n in range(60)]
+    sized = env(slack, own_redis.url) | {"OPSBOT_HTTP__THREADS": "2", "OPSBOT_HTTP__BACKLOG": "64"}
+    with ServeProcess(sized, config=config) as process:
+        with ThreadPoolExecutor(30) as pool:
+            answers = list(pool.map(lambda body: alertmanager(process, body), bodies))
+        assert answers == [(202, {"accepted": 1, "duplicates": 0})] * 60
+        assert slack.wait_for(lambda: bool(roots(slack)), 10)
+        status, exposition = process.get("/metrics")
+        assert status == 200
+        assert "opsbot_http_requests_waiting" in exposition and "opsbot_slack_posts_waiting" in exposition
+        assert settled(own_redis.url)
+        assert len(roots(slack)) == 1, "one group, one message"
+        assert "Task queue depth" not in process.output()

@@ -29,6 +29,7 @@ from bot.slack.intake import BotIdentity, Intake
 from bot.slack.janitor import Janitor
 from bot.slack.journal import Journal
 from bot.slack.listeners import actions, commands, events
+from bot.slack.pacing import ChannelPacer, PacedClient, rate_limit_retries
 from bot.slack.principals import Directory
 from bot.slack.runbook_runs import ThreadReporter
 from bot.slack.state import SlackState
@@ -50,7 +51,8 @@ class StartupError(Exception):
 
 @dataclass
 class SlackApp:
-    app: App
+    app: App  # Bolt's, whose client its listeners are given
+    client: PacedClient  # opsbot's own posts: answers, alerts, runs
     dispatcher: Dispatcher
     pool: WorkerPool
     state: SlackState
@@ -99,11 +101,13 @@ class SlackApp:
 def configure_client(client: WebClient, settings: Settings) -> WebClient:
     """The Web API client as opsbot uses it: Slack's URL (a fake one in tests), a timeout, and only
     429s retried by the client (Slack did nothing then): a lost response to a post is retried by
-    posting.py, which first looks whether the post arrived after all."""
+    posting.py, which first looks whether the post arrived after all. A paced client waits out
+    the 429s of its posts in its pacer (bot/slack/pacing.py), the others in the retry handler."""
     url = settings.slack_api_url or WebClient.BASE_URL
     client.base_url = url if url.endswith("/") else url + "/"
     client.timeout = 15
-    client.retry_handlers = [RateLimitErrorRetryHandler(max_retry_count=5)]
+    paced = isinstance(client, PacedClient)
+    client.retry_handlers = [rate_limit_retries() if paced else RateLimitErrorRetryHandler(max_retry_count=5)]
     return client
 
 
@@ -128,9 +132,14 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         request_verification_enabled=http,
         process_before_response=True,
     )
-    client = configure_client(app.client, settings)
+    configure_client(app.client, settings)  # Bolt's own, and the one its listeners are given
+    # opsbot's own posts (answers, alerts, runs) go through a client that paces them per channel.
+    client = PacedClient(token=token)
+    configure_client(client, settings)
     identity = _identity(client)
     state = _state(redis_url, settings.slack.drain_lease_s)
+    if settings.slack.post_interval_s > 0:
+        client.pacer = ChannelPacer(state.redis, state.prefix, settings.slack.post_interval_s)
     problems = runbook_arg_problems(settings.policy)
     if problems:
         raise StartupError("OPSBOT_CONFIG: runbook steps the tools would refuse:\n  " + "\n  ".join(problems))
@@ -211,7 +220,19 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
     recovery = Recovery(engine, reporter.reshow, settings.runbooks.recover_every_s)
     recovery.start()
     return SlackApp(
-        app, dispatcher, pool, state, identity, engine, alerts, reporter, janitor, conversation, notices, recovery
+        app,
+        client,
+        dispatcher,
+        pool,
+        state,
+        identity,
+        engine,
+        alerts,
+        reporter,
+        janitor,
+        conversation,
+        notices,
+        recovery,
     )
 
 

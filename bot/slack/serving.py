@@ -38,7 +38,7 @@ def serve_slack(settings: Settings, http: bool, port: int, started: Callable[[Sl
         if http:
             started(slack)
             events = SlackEvents(SlackRequestHandler(slack.app), settings.slack_signing_secret)
-            serve(WebApp(events, slack.health, alert_hooks(settings, slack)), port)
+            serve(WebApp(events, slack.health, alert_hooks(settings, slack)), port, settings.http)
         else:
             serve_metrics(settings.metrics_port)  # before connecting: a port taken is a startup error
             handler = SocketModeHandler(slack.app, token)

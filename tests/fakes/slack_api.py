@@ -25,7 +25,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -61,6 +61,25 @@ class _Late:
     respond_after_s: float
     visible_after_s: float
     times: int
+
+
+@dataclass
+class _Pace:
+    """A token bucket per channel: `burst` calls at once, refilled at `per_s` a second."""
+
+    per_s: float
+    burst: int
+    buckets: dict[str, tuple[float, float]] = field(default_factory=dict)  # channel -> (tokens, when)
+
+    def retry_after(self, channel: str, now: float) -> int:
+        """0 when the call may go; else the whole seconds until a token is back (Slack's Retry-After)."""
+        tokens, then = self.buckets.get(channel, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - then) * self.per_s)
+        if tokens >= 1:
+            self.buckets[channel] = (tokens - 1, now)
+            return 0
+        self.buckets[channel] = (tokens, now)
+        return max(1, math.ceil((1 - tokens) / self.per_s))
 
 
 @dataclass
@@ -190,6 +209,8 @@ class SlackApi:
         self._failures: dict[str, list[_Failure | _Late]] = {}
         self._flaky: dict[str, _Flaky] = {}
         self._delays: dict[str, float] = {}
+        self._paces: dict[str, _Pace] = {}
+        self.rate_limited: list[ApiCall] = []  # the calls a `rate_limit` answered 429
         self._clock = clock
         # Set on close: answers held back by `late` go out at once rather than outliving the fake.
         self._closing = threading.Event()
@@ -314,6 +335,14 @@ class SlackApi:
         with self._lock:
             self._failures.setdefault(method, []).append(failure)
 
+    def rate_limit(self, method: str = "chat.postMessage", *, per_s: float = 1.0, burst: int = 3) -> None:
+        """Slack's special limit on chat.postMessage, "1 message per second per channel, short
+        bursts allowed" (api.slack.com/methods/chat.postMessage, Rate limiting): past `burst` calls
+        at once in one channel, a call is answered 429 `ratelimited` with Retry-After, and does
+        nothing, until the channel's bucket refills at `per_s` a second (on the fake's clock)."""
+        with self._lock:
+            self._paces[method] = _Pace(per_s, burst)
+
     def delay(self, method: str, seconds: float) -> None:
         """Answer every later call of `method` after `seconds` (0 to stop); the call is recorded on arrival."""
         with self._lock:
@@ -401,14 +430,15 @@ class SlackApi:
         self, method: str, args: dict[str, Any], headers: dict[str, str], parse_error: str | None
     ) -> tuple[int, Answer, dict[str, str]]:
         with self._changed:
-            self._calls.append(ApiCall(method, copy.deepcopy(args), headers, self._clock()))
+            call = ApiCall(method, copy.deepcopy(args), headers, self._clock())
+            self._calls.append(call)
             self._changed.notify_all()
             delay = self._delays.get(method, 0.0)
         if delay:
             self._closing.wait(delay)  # outside the lock, so other calls go on meanwhile; cut short by close()
         with self._changed:
             try:
-                status, answer, extra, hold_s = self._answer(method, args, headers, parse_error)
+                status, answer, extra, hold_s = self._answer(call, headers, parse_error)
             finally:
                 self._changed.notify_all()
         if hold_s:
@@ -416,13 +446,19 @@ class SlackApi:
         return status, answer, extra
 
     def _answer(
-        self, method: str, args: dict[str, Any], headers: dict[str, str], parse_error: str | None
+        self, call: ApiCall, headers: dict[str, str], parse_error: str | None
     ) -> tuple[int, Answer, dict[str, str], float]:
         """The answer, and how long to hold it back."""
+        method, args = call.method, call.args
         authorization = headers.get("authorization", "")
         token = authorization.removeprefix("Bearer ") if authorization.startswith("Bearer ") else args.get("token")
         if token != self.token:
             return 200, {"ok": False, "error": "invalid_auth"}, {}, 0.0
+        pace = self._paces.get(method)
+        wait = pace.retry_after(str(args.get("channel")), self._clock()) if pace is not None else 0
+        if wait:
+            self.rate_limited.append(call)
+            return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(wait)}, 0.0
         failure = self._take_failure(method)
         if isinstance(failure, _Failure) and not failure.after_effect:
             return *self._failure_answer(failure), 0.0

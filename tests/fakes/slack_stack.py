@@ -54,7 +54,8 @@ def stack_settings(
         policy=policy,
         loop=LoopLimits(tool_retry_backoff_s=0.01),
         memory=memory or MemorySettings(lock_wait_s=30),
-        slack=SlackSettings(**slack_settings),
+        # Unpaced unless a test asks: pacing has tests of its own, and others post many messages.
+        slack=SlackSettings(**{"post_interval_s": 0.0, **slack_settings}),
         alerts=alerts or AlertSettings(channel="CALERTS"),
     )
 
