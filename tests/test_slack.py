@@ -159,7 +159,9 @@ def test_steps_go_to_a_steps_message_where_streams_are_unavailable(make_stack) -
     [steps] = [m for m in stack.slack.replies("C1", mention["ts"]) if m is not answer and m["ts"] != answer["ts"]]
     shown = steps["blocks"][0]["text"]["text"]
     assert "list_services" in shown and "query_logs" in shown and shown.startswith("*Steps*")
-    assert len(stack.slack.calls("chat.update")) >= 2, "the steps message grew per step"
+    # Posted with the first step and edited to hold the others: steps a second or less apart are
+    # one edit (tests/test_slack_stream.py holds the pace), never a post each.
+    assert 1 <= len(stack.slack.calls("chat.update")) <= 2, "the steps message grew by edits"
 
 
 def test_replies_in_a_thread_opsbot_is_in_continue_it_and_other_threads_are_left_alone(make_stack) -> None:

@@ -8,6 +8,7 @@ seam here is the `Progress` hooks, because that is where time is injected.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -240,3 +241,20 @@ def test_a_stop_slack_answers_after_the_clients_timeout_is_looked_for_over_the_w
     assert run.slack.calls("chat.postMessage") == [], "the answer was posted again although the stop landed"
     [answer] = [m for m in run.replies() if m.get("metadata", {}).get("event_type") == "opsbot_answer"]
     assert answer["ts"] == run.answer_ts and "checkout is fine" in shown(answer)
+
+
+def test_a_busy_threads_steps_message_is_edited_at_most_once_a_second_and_ends_whole(run_with) -> None:
+    """Where Slack cannot stream, steps go to a steps message: four steps within a second are its
+    post and one edit at the end (not three edits and a fourth), and the edit holds all four."""
+    steps = [Reply(calls=[Call("list_services", {})])] + [
+        Reply(calls=[Call("query_logs", {"service": name, "limit": 5})]) for name in ("checkout", "payments", "auth")
+    ]
+    run = run_with(
+        script(*steps, Reply(content="all four looked at")),
+        slack_is=lambda slack: setattr(slack, "streams_supported", False),
+    )
+    [steps_post, answer_post] = run.slack.calls("chat.postMessage")
+    assert steps_post.args["metadata"]["event_type"] == "opsbot_steps"
+    [edit] = run.slack.calls("chat.update")
+    assert [f"✓ {n}. `" in json.dumps(edit.args["blocks"], ensure_ascii=False) for n in range(1, 5)] == [True] * 4
+    assert answer_post.args["metadata"]["event_type"] == "opsbot_answer"

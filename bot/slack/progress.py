@@ -49,7 +49,8 @@ log = logging.getLogger("opsbot.slack")
 _SLACK_FAILURES = (SlackApiError, URLError, OSError)
 
 # Slack takes about one update a second per message: answer lines wait and go together, at most
-# this often (steps, minutes apart, go as they finish).
+# this often (streamed steps, each a model call apart, go as they finish); so do the edits of a
+# steps message, where a busy thread's quick steps would otherwise be an edit each.
 APPEND_EVERY_S = 1.0
 
 
@@ -68,6 +69,7 @@ class SlackProgress(Progress):
         self.sent = 0  # characters of `preview.text` given to the stream
         self.misled = False  # the stream holds text given as the answer that was not
         self.steps_ts: str | None = None
+        self.steps_shown_s = -math.inf
         self.lines: list[str] = []
         self.status_works = True
 
@@ -215,6 +217,11 @@ class SlackProgress(Progress):
             log.warning("the answer message still shows what streamed before the answer (%s)", _error(exc))
 
     def _show_steps(self, done: bool) -> None:
+        """Post or edit the steps message; an edit within APPEND_EVERY_S of the last waits for the
+        next step or the end, which shows every line."""
+        if not done and self.steps_ts is not None and self.clock() - self.steps_shown_s < APPEND_EVERY_S:
+            return
+        self.steps_shown_s = self.clock()
         text, blocks = steps_message(self.lines, done)
         try:
             if self.steps_ts is None:
