@@ -21,6 +21,7 @@ from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Reply
 from tests.fakes.slack_api import SlackApi
 from tests.fakes.slack_stack import Stack, Stacks, stack_settings
+from tests.fakes.waiting import until
 
 Make = Callable[..., Stack]
 
@@ -102,7 +103,8 @@ def shown(message: dict[str, Any]) -> str:
 def settled(stack: Stack, expected_posts: int) -> None:
     assert stack.slack.wait_for(lambda: len(top_level(stack)) >= expected_posts, 30)
     assert stack.idle(30)
-    time.sleep(0.5)  # the worker draws changed messages once the queue has been dry for a moment
+    # The worker draws changed messages once the queue has been dry for a moment.
+    assert until(lambda: not stack.built.alerts.redraw_pending, 5)
 
 
 def runs_started(stack: Stack) -> list[str]:
@@ -155,7 +157,7 @@ def test_a_group_resolving_says_so_once_and_its_next_firing_opens_a_new_message(
     settled(stack, 1)
     deliver(stack, checkout_storm(29, status="resolved"))
     assert stack.idle(30)
-    time.sleep(0.5)
+    assert until(lambda: not stack.built.alerts.redraw_pending, 5)
     [post] = top_level(stack)
     assert "1 firing, 29 resolved" in shown(stack.slack.messages("CALERTS")[0])
     deliver(stack, checkout_storm(30, status="resolved")[29:])

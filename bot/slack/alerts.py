@@ -97,6 +97,7 @@ class AlertRouter:
         self._worker: threading.Thread | None = None
         self._changed: dict[str, tuple[Alert, ThreadRef]] = {}  # group -> an alert of it, its message
         self._changed_at = 0.0
+        self._drawing = False
 
     def start(self) -> None:
         self._worker = threading.Thread(target=self._work, name="opsbot-alerts", daemon=True)
@@ -240,14 +241,23 @@ class AlertRouter:
             self._changed_at = time.monotonic()
         self._changed[alert.group_id] = (alert, thread)
 
+    @property
+    def redraw_pending(self) -> bool:
+        """Whether some group's message waits to be drawn again (the queue has not run dry yet)."""
+        return bool(self._changed) or self._drawing
+
     def redraw(self) -> None:
         """Draw again the messages of the groups that changed since they were last drawn."""
-        changed, self._changed = self._changed, {}
-        for alert, thread in changed.values():
-            view = self.groups.view(alert)
-            if view is not None:
-                title = escape(f"🚨 {redact_text(view.first.title)}")
-                replace(self.client, thread.channel, thread.thread_ts, title, group_blocks(view))
+        self._drawing = True
+        try:
+            changed, self._changed = self._changed, {}
+            for alert, thread in changed.values():
+                view = self.groups.view(alert)
+                if view is not None:
+                    title = escape(f"🚨 {redact_text(view.first.title)}")
+                    replace(self.client, thread.channel, thread.thread_ts, title, group_blocks(view))
+        finally:
+            self._drawing = False
 
     def _cancel(self, run_id: str) -> None:
         deadline = time.monotonic() + _CANCEL_PATIENCE_S
