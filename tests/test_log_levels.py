@@ -403,11 +403,12 @@ def test_a_json_line_s_level_is_its_level_key_not_a_word_of_its_message(line: st
     assert level_rank(line) == rank
 
 
-def shown_at(level: str, lines: list[str], tmp_path: Path) -> list[str]:
-    """Which of `lines`, written as one log, query_logs shows at `level` (in file order)."""
+def shown_at(level: str, lines: list[str], tmp_path: Path, **service: Any) -> list[str]:
+    """Which of `lines`, written as one log of a service set up with `service`, query_logs shows
+    at `level` (in file order)."""
     path = tmp_path / "levels.log"
     path.write_text("\n".join(lines) + "\n")
-    policy = Policy(services={"app": Service(logs=[path], timezone="UTC")})
+    policy = Policy(services={"app": Service(logs=[path], timezone="UTC", **service)})
     executor = Executor(Registry([query_logs_tool(policy)]), RetryPolicy(timeout_s=20, retries=0, backoff_s=0.01))
     result = executor.run_one(ToolCall("c1", "query_logs", json.dumps({"service": "app", "level": level}))).result
     assert result.ok, result
@@ -481,18 +482,11 @@ def test_auto_leaves_logcat_letters_and_lone_letters_alone() -> None:
 
 
 def test_a_level_filter_reads_logcat_letters_for_a_logcat_service(tmp_path: Path) -> None:
-    path = tmp_path / "device.log"
     timed = LOGCAT[:-1]  # brief has no time: in one file with the others it would continue the line above
     lines = [line for line, _ in timed]
-    path.write_text("\n".join(lines) + "\n")
 
     def shown(level: str, **service: Any) -> list[str]:
-        policy = Policy(services={"phone": Service(logs=[path], timezone="UTC", **service)})
-        executor = Executor(Registry([query_logs_tool(policy)]), RetryPolicy(timeout_s=20, retries=0))
-        call = ToolCall("c1", "query_logs", json.dumps({"service": "phone", "level": level}))
-        result = executor.run_one(call).result
-        assert result.ok, result
-        return [line for line in lines if line in result.data["lines"]]
+        return shown_at(level, lines, tmp_path, **service)
 
     assert shown("ERROR", format="logcat") == [line for line, rank in timed if rank == 3]
     assert shown("WARN", format="logcat") == [line for line, rank in timed if rank >= 2]
