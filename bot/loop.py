@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -32,9 +33,11 @@ from bot.llm.shaping import unique_ids
 from bot.memory import Memory, MemoryUnavailable, ThreadBusy, ThreadState
 from bot.messages import Block, Message
 from bot.prompts import (
+    CANCELLED_NOTE,
     CUT_ANSWER,
     SYSTEM_PROMPT,
     busy_text,
+    cancelled_text,
     continue_note,
     cut_call,
     final_note,
@@ -51,7 +54,8 @@ from bot.summary import blocks_to_fold, write_summary
 from bot.tokens import CHARS_PER_TOKEN
 from config.policy import Principal
 from config.settings import LoopLimits, MemorySettings
-from tools.base import ErrorType, Registry, Tool
+from tools.base import ErrorType, Registry, Tool, brief
+from tools.cancel import Cancelled, abandonable, cancellable, requested
 from tools.commands import ApprovalRequest
 from tools.executor import Executor, Outcome, RetryPolicy, ToolCall
 from tools.redact import redact, redact_text
@@ -91,10 +95,13 @@ class Agent:
         thread: str = "cli:default",
         progress: Progress | None = None,
         principal: Principal | None = None,
+        cancel: threading.Event | None = None,
     ) -> Reply:
-        """Answer `text` in `thread`. `principal` (who asks) is what tools authorize against."""
+        """Answer `text` in `thread`. `principal` (who asks) is what tools authorize against.
+        Setting `cancel` gives the question up: the model's reply stops being read, a running
+        tool's process is killed, and the run ends `cancelled` with the thread's memory whole."""
         run = _Run(self, thread, progress or Progress(), time.monotonic(), principal)
-        with tracing.span("opsbot.run", run_id=run.run_id, thread=thread) as span:
+        with cancellable(cancel), tracing.span("opsbot.run", run_id=run.run_id, thread=thread) as span:
             _log("run_start", thread=thread, run=run.run_id, question=redact_text(text))
             if self.model is None:
                 reply = run.reply(no_model_text(), StopReason.no_model)
@@ -163,6 +170,8 @@ class _Run:
         budget = CallBudget(limits)
         stop: StopReason | None = None
         while True:
+            if requested():
+                return self._cancelled()
             if stop is None and len(self.steps) + 1 >= limits.max_steps:
                 stop = StopReason.max_steps
             if stop is None and time.monotonic() - self.started >= limits.time_budget_s:
@@ -171,6 +180,8 @@ class _Run:
                 turn = self._ask(state, turn_blocks, final=stop)
             except ModelUnavailable as exc:
                 return self.reply(llm_unavailable_text(exc, self.steps), StopReason.llm_unavailable)
+            except Cancelled:
+                return self._cancelled()
             if stop is None and turn.tool_calls:
                 turn = self._with_unique_ids(turn, state, turn_blocks)
                 block, stop = self._tool_step(turn, guard, budget, after=len(turn_blocks) + 1)
@@ -206,6 +217,15 @@ class _Run:
                 found = findings_text(self.outcomes)
                 return self.reply(stopped_text(stop, self.steps, found), stop or StopReason.no_answer)
             return self._finish(state, turn_blocks, answer, reason)
+
+    def _cancelled(self) -> Reply:
+        """The question given up: the thread's memory says so (every call stored has its result),
+        so the next question is asked in a thread that makes sense."""
+        try:
+            self.agent.memory.append(self.thread, [Block(messages=[Message.assistant(CANCELLED_NOTE)])])
+        except MemoryUnavailable as exc:
+            _log("cancel_unsaved", thread=self.thread, run=self.run_id, error=str(exc))
+        return self.reply(cancelled_text(self.steps), StopReason.cancelled)
 
     def _joined(self, answer: str, written: str, cut: bool) -> str:
         """The answer with the part that was cut before it (joined as written: the continuation
@@ -272,7 +292,7 @@ class _Run:
                 self.drift_noted = True
                 self.notes.append((after, Block(messages=[nudge_drift(drift)])))
                 note = f"{drift}: nudged"
-        records = [_call_record(o) for o in outcomes]
+        records = [_call_record(o, agent.registry) for o in outcomes]
         if refusal is not None:
             note = "; ".join(n for n in (refusal.note(outcomes), note) if n)
         self._record(
@@ -330,9 +350,8 @@ class _Run:
         messages = fit_prompt(head, state.blocks, self._with_notes(turn_blocks), tail, agent.limits.max_prompt_tokens)
         assert agent.model is not None
         sink = AnswerLines(self.progress, step_n, continuing=bool(self.partial))
-        turn = agent.model.complete(
-            [m.to_api() for m in messages], tools=None if final is not None else agent.schemas, sink=sink
-        )
+        model, schemas = agent.model, None if final is not None else agent.schemas
+        turn = abandonable(lambda: model.complete([m.to_api() for m in messages], tools=schemas, sink=sink))
         sink.close()
         self.shown_at = sink.shown_at
         self.usage.add(turn.usage)
@@ -465,7 +484,7 @@ def _approval_requests(outcomes: list[Outcome]) -> list[ApprovalRequest]:
     return list(requests.values())
 
 
-def _call_record(outcome: Outcome) -> CallRecord:
+def _call_record(outcome: Outcome, registry: Registry) -> CallRecord:
     error = outcome.result.error
     return CallRecord(
         id=outcome.call.id,
@@ -475,4 +494,5 @@ def _call_record(outcome: Outcome) -> CallRecord:
         error=error.message if error else None,
         attempts=outcome.attempts,
         duration_ms=round(outcome.duration_s * 1000, 1),
+        summary=brief(outcome.result, registry.get(outcome.call.name)),
     )

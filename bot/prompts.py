@@ -143,6 +143,15 @@ def memory_unavailable_text(error: Exception) -> str:
     )
 
 
+# Stored as the assistant's turn when a question is given up, so the thread reads as it happened.
+CANCELLED_NOTE = "(The person who asked cancelled this question before it was answered; nothing more was run.)"
+
+
+def cancelled_text(steps: list[Step]) -> str:
+    done = calls_done(steps)
+    return f"Cancelled; nothing more was run.{f' Done before: {done}.' if done else ''}"
+
+
 def busy_text(lock_ttl_s: float) -> str:
     return (
         "Another question in this thread is still being worked on; ask again when it is answered "

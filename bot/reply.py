@@ -25,6 +25,7 @@ class StopReason(StrEnum):
     memory_unavailable = "memory_unavailable"
     busy = "busy"
     no_model = "no_model"
+    cancelled = "cancelled"  # the person who asked gave the question up (Ctrl-C in the terminal)
 
 
 class StepDecision(StrEnum):
@@ -45,6 +46,12 @@ class CallRecord(BaseModel):
     error: str | None = None
     attempts: int = 0
     duration_ms: float = 0.0
+    summary: str = Field(default="", description='what it found in a few words, "exit 0, 3 lines" (tools.base.brief)')
+
+    @property
+    def outcome(self) -> str:
+        """What every front end shows after a call's arrow: "ok: exit 0, 3 lines", "denied: …"."""
+        return f"{self.status}: {self.summary}" if self.summary else str(self.status)
 
 
 class Step(BaseModel):

@@ -31,6 +31,7 @@ class ErrorType(StrEnum):
     unavailable = "unavailable"
     failed = "failed"
     repeated_call = "repeated_call"
+    cancelled = "cancelled"  # the user gave up the question while the call ran
 
 
 class CallStatus(StrEnum):
@@ -47,6 +48,7 @@ class CallStatus(StrEnum):
     unavailable = "unavailable"
     failed = "failed"
     repeated_call = "repeated_call"
+    cancelled = "cancelled"
 
 
 class ToolError(BaseModel):
@@ -127,6 +129,26 @@ class ToolResult(BaseModel):
         return self.model_copy(update={"data": data, "truncated": note})
 
 
+BRIEF_CHARS = 160
+
+
+def brief(result: ToolResult, tool: Tool[Any] | None) -> str:
+    """What a call found, in one line after its status: the tool's own words for its data
+    ("37 matching lines, showing the last 20"), or the error's message ("you may not read the
+    logs of payments"); "" when the tool has no words for it. Built from the redacted result, so
+    it says nothing the model could not see."""
+    if result.error is not None:
+        text = result.error.message
+    elif tool is not None and tool.summarize is not None:
+        text = tool.summarize(result.data)
+    else:
+        text = ""
+    if result.truncated:
+        text += " (cut to fit)" if text else "cut to fit"
+    line = " ".join(text.split())
+    return line if len(line) <= BRIEF_CHARS else line[: BRIEF_CHARS - 1] + "…"
+
+
 def _longest_string_field(data: Any) -> str | None:
     if not isinstance(data, dict):
         return None
@@ -152,6 +174,9 @@ class Tool(Generic[ArgsT]):
     # executor should wait for it; otherwise the executor's timeout applies, and it would retry
     # a call whose first attempt is still running.
     timeout_s: float | None = None
+    # What a successful call found, in a few words for a person watching the steps ("exit 0,
+    # 3 lines"); it is given the result's (redacted) data. Without it a step says "ok".
+    summarize: Callable[[Any], str] | None = None
 
     def schema(self) -> dict[str, Any]:
         """The chat-completions `tools=` entry, generated from the argument model."""

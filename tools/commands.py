@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from config.policy import Access, Command, Policy, Principal, check_values
 from tools.base import ErrorType, Tool, ToolResult
-from tools.runner import WORKING_DIRECTORY, Sandbox, as_tool_result, run, which
+from tools.runner import WORKING_DIRECTORY, Sandbox, as_tool_result, brief, run, which
 
 ParamValue = StrictStr | StrictInt
 
@@ -157,6 +157,7 @@ def run_command_tool(policy: Policy) -> Tool[RunCommandArgs]:
         ),
         args_model=RunCommandArgs,
         run=run_one,
+        summarize=brief,
         timeout_s=max((spec.timeout_s for spec in policy.commands.values()), default=0) + _REAP_GRACE_S,
     )
 

@@ -9,7 +9,6 @@ import contextvars
 import json
 import random
 import re
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -19,6 +18,8 @@ from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
 from config.policy import Principal
+from tools import cancel
+from tools.background import Job
 from tools.base import ArgsT, ErrorType, Registry, Tool, ToolResult
 from tools.redact import redact
 
@@ -30,6 +31,10 @@ TIMEOUT_HINTS = {
     "read_config": "the file system of the opsbot host may be slow; try again later or read one key",
     "run_command": "the host may be overloaded; try later or a command that does less",
 }
+
+
+# After a cancel, how long a running tool has to stop by itself and say what it stopped.
+CANCEL_GRACE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -91,43 +96,58 @@ class Executor:
             return args, 0
         attempts = 0
         while True:
+            if cancel.requested():
+                return _cancelled(tool), attempts
             attempts += 1
             result = self._invoke(tool, args, principal)
             transient = result.error is not None and result.error.retryable
-            if not transient or attempts > self.retry.retries:
+            if not transient or attempts > self.retry.retries or cancel.requested():
                 return result, attempts
             time.sleep(self.retry.backoff_s * 2 ** (attempts - 1) * random.uniform(0.8, 1.2))
 
     def _invoke(self, tool: Tool[ArgsT], args: ArgsT, principal: Principal | None) -> ToolResult:
-        """Call the tool on a daemon thread so a hung tool costs a thread, never the loop."""
-        box: dict[str, Any] = {}
-
-        def target() -> None:
-            try:
-                box["value"] = tool.run(args, principal)
-            except BaseException as exc:  # noqa: BLE001 - a tool must never take the loop down
-                box["error"] = exc
-
-        worker = threading.Thread(target=target, name=f"tool-{tool.name}", daemon=True)
-        worker.start()
+        """Call the tool on a daemon thread so a hung tool costs a thread, never the loop. The
+        thread sees the caller's context: a cancel reaches the process the tool starts."""
+        job = Job(lambda: tool.run(args, principal), f"tool-{tool.name}")
         limit = tool.timeout_s if tool.timeout_s is not None else self.retry.timeout_s
         if self.retry.ceiling_s is not None:
             limit = min(limit, self.retry.ceiling_s)
-        worker.join(limit)
-        if worker.is_alive():
+        if not _joined(job, limit):
+            # The tool is left to finish on its own, as on timeout; its process, if any, is killed.
+            return _cancelled(tool)
+        if job.running:
             return ToolResult.failure(
                 ErrorType.timeout,
                 f"{tool.name} did not finish within {limit:g}s",
                 hint=TIMEOUT_HINTS.get(tool.name, _TIMEOUT_HINT),
                 retryable=True,
             )
-        if "error" in box:
-            return _from_exception(tool, box["error"])
-        value = box.get("value")
+        if job.error is not None:
+            return _from_exception(tool, job.error)
+        value = job.value
         if isinstance(value, ToolResult):
             return value
         # Dataclasses, models, bytes, sets...: made JSON-shaped first, so redaction sees every string.
         return ToolResult.success(_jsonable(value))
+
+
+def _joined(job: Job[Any], limit: float) -> bool:
+    """Wait for `job` up to `limit` seconds; False if the user cancelled and it did not stop
+    within CANCEL_GRACE_S of that (a tool that watches the cancel has killed its process by then)."""
+    if not cancel.watched():
+        job.join(limit)
+        return True
+    deadline = time.monotonic() + limit
+    while job.running and (remaining := deadline - time.monotonic()) > 0:
+        if cancel.requested():
+            job.join(CANCEL_GRACE_S)
+            return not job.running
+        job.join(min(remaining, cancel.POLL_S))
+    return True
+
+
+def _cancelled(tool: Tool[Any]) -> ToolResult:
+    return ToolResult.failure(ErrorType.cancelled, f"{tool.name} was stopped because the user cancelled the question")
 
 
 def parse_arguments(tool: Tool[ArgsT], raw: str) -> ArgsT | ToolResult:

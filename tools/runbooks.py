@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from config.policy import Policy, Principal, Runbook
 from tools.base import Tool, ToolResult
 from tools.services import NoArgs
+from tools.text import plural
 
 
 class ReadRunbookArgs(BaseModel):
@@ -33,6 +34,7 @@ def list_runbooks_tool(policy: Policy) -> Tool[NoArgs]:
         description="The operator's reviewed runbooks (step-by-step diagnostics for known problems), by name.",
         args_model=NoArgs,
         run=run,
+        summarize=lambda data: plural(len(data["runbooks"]), "runbook"),
     )
 
 
@@ -51,6 +53,7 @@ def read_runbook_tool(policy: Policy) -> Tool[ReadRunbookArgs]:
         ),
         args_model=ReadRunbookArgs,
         run=run,
+        summarize=lambda data: f"{data.get('name', 'runbook')}: {plural(len(data.get('steps', [])), 'step')}",
     )
 
 

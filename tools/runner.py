@@ -21,6 +21,7 @@ Guarantees:
 - Resource limits go through prlimit(1) from util-linux (which sets them and execs the command),
   and another user through Popen's own setuid/setgid; `preexec_fn` is never used, as it is unsafe
   in a threaded program.
+- A cancel (tools/cancel.py) ends it as the timeout does, at once: the group is killed, `cancelled` set.
 - Nothing raises: a process that cannot be started comes back with `error` set.
 """
 
@@ -37,8 +38,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tools import cancel
 from tools.base import ErrorType, ToolResult
-from tools.text import without_cut_words
+from tools.text import plural, without_cut_words
 
 # A fixed search path, so executables cannot be swapped in through opsbot's own PATH.
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -84,6 +86,7 @@ class Completed:
     output_bytes: int = 0  # how many bytes were read from the process, cut ones included
     cut: str | None = None
     timed_out: bool = False
+    cancelled: bool = False  # killed because the user cancelled the question
     duration_s: float = 0.0  # the killing and reaping included when it timed out
     error: str | None = None  # why it could not be started
     timeout_s: float | None = None  # the sandbox's timeout it ran under
@@ -109,14 +112,15 @@ def run(argv: Sequence[str], sandbox: Sandbox | None = None) -> Completed:
     except (_CannotStart, OSError, ValueError) as exc:
         return Completed(tuple(argv), None, error=_why(argv, exc))
     capture = _Capture(box.max_output_bytes, box.keep)
-    timed_out = _supervise(process, capture, started + box.timeout_s)
+    ending = _supervise(process, capture, started + box.timeout_s)
     return Completed(
         argv=tuple(argv),
         exit_code=process.returncode,
         output=capture.text(),
         output_bytes=capture.total,
         cut=capture.note(),
-        timed_out=timed_out,
+        timed_out=ending == "timeout",
+        cancelled=ending == "cancelled",
         duration_s=time.monotonic() - started,
         timeout_s=box.timeout_s,
     )
@@ -133,6 +137,13 @@ def as_tool_result(done: Completed, extra: Mapping[str, Any] | None = None) -> T
         return ToolResult.failure(
             ErrorType.unavailable, done.error, hint="tell the user; the opsbot host cannot run this command now"
         )
+    if done.cancelled:
+        return ToolResult.failure(
+            ErrorType.cancelled,
+            f"{name} was stopped because the user cancelled the question; "
+            "it and every process it started were killed",
+            data=data,
+        )
     if done.timed_out:
         return ToolResult.failure(
             ErrorType.timeout,
@@ -142,6 +153,13 @@ def as_tool_result(done: Completed, extra: Mapping[str, Any] | None = None) -> T
             data=data,
         )
     return ToolResult.success(data)
+
+
+def brief(data: Mapping[str, Any]) -> str:
+    """What `as_tool_result`'s data says in a few words: "exit 0, 3 lines" ("…, cut" when it was)."""
+    lines = len(str(data.get("output", "")).splitlines())
+    cut = ", cut" if data.get("note") else ""
+    return f"exit {data.get('exit_code')}, {plural(lines, 'line')}{cut}"
 
 
 def _seconds(value: float | None) -> str:
@@ -206,9 +224,12 @@ def _why(argv: Sequence[str], exc: BaseException) -> str:
 # ---------------------------------------------------------------- watching
 
 
-def _supervise(process: subprocess.Popen[bytes], capture: _Capture, deadline: float) -> bool:
-    """Read output until the process exits or the deadline passes, then kill its group and reap
-    it. Returns whether it timed out."""
+Ending = Literal["exited", "timeout", "cancelled"]
+
+
+def _supervise(process: subprocess.Popen[bytes], capture: _Capture, deadline: float) -> Ending:
+    """Read output until the process exits, the deadline passes or the user cancels, then kill
+    its group and reap it. Returns which it was."""
     assert process.stdout is not None
     pipe = process.stdout.fileno()
     os.set_blocking(pipe, False)
@@ -218,25 +239,29 @@ def _supervise(process: subprocess.Popen[bytes], capture: _Capture, deadline: fl
             selector.register(pipe, selectors.EVENT_READ)
             if exit_fd is not None:
                 selector.register(exit_fd, selectors.EVENT_READ)
-            timed_out = _watch(process.pid, selector, pipe, capture, deadline, exit_fd is not None)
+            ending = _watch(process.pid, selector, pipe, capture, deadline, exit_fd is not None)
     finally:
         if exit_fd is not None:
             os.close(exit_fd)
     _finish(process, pipe, capture)
-    return timed_out
+    return ending
 
 
 def _watch(
     pid: int, selector: selectors.BaseSelector, pipe: int, capture: _Capture, deadline: float, exit_wakes: bool
-) -> bool:
+) -> Ending:
+    # Nothing wakes a select when the user cancels, so a cancellable run looks every POLL_S.
+    longest = _POLL_S if not exit_wakes else (cancel.POLL_S if cancel.watched() else None)
     while not _exited(pid):
+        if cancel.requested():
+            return "cancelled"
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            return True
-        for key, _ in selector.select(remaining if exit_wakes else min(remaining, _POLL_S)):
+            return "timeout"
+        for key, _ in selector.select(remaining if longest is None else min(remaining, longest)):
             if key.fd == pipe and not _read(pipe, capture):
                 selector.unregister(pipe)  # the process closed its output but may still be running
-    return False
+    return "exited"
 
 
 def _finish(process: subprocess.Popen[bytes], pipe: int, capture: _Capture) -> None:

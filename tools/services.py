@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from config.policy import Policy, Principal
 from tools.base import Tool, ToolResult
+from tools.text import plural
 
 
 class NoArgs(BaseModel):
@@ -35,4 +37,12 @@ def list_services_tool(policy: Policy) -> Tool[NoArgs]:
         description="The services (with logs), diagnostic commands and config files you may use, by name.",
         args_model=NoArgs,
         run=run,
+        summarize=_brief,
+    )
+
+
+def _brief(data: dict[str, list[Any]]) -> str:
+    return (
+        f"{plural(len(data['services']), 'service')}, {plural(len(data['commands']), 'command')}, "
+        f"{plural(len(data['config_files']), 'config root')}"
     )

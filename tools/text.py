@@ -1,5 +1,6 @@
 """Cutting long text: in the middle, the one way opsbot shortens what it shows, saying so aloud;
-and at a cap that read no further, without the word the cut went through."""
+and at a cap that read no further, without the word the cut went through. And counting things in
+words ("3 lines")."""
 
 from __future__ import annotations
 
@@ -39,3 +40,8 @@ def without_cut_words(text: str, *, start: bool = False, end: bool = False) -> s
     if start and text and not text[0].isspace():
         text = _FIRST_WORD.sub(CUT_WORD, text)
     return text
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """"1 line", "3 lines", "2 entries" (`nouns` where adding an s does not make the plural)."""
+    return f"{count:,} {noun if count == 1 else (nouns or noun + 's')}"

@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from bot import metrics, tracing
@@ -35,6 +34,7 @@ from bot.llm.streaming import Assembled, TextSink, assemble
 from bot.llm.textcalls import calls_in_text
 from bot.llm.turns import ModelTurn, ModelUnavailable, Usage
 from bot.messages import ToolCallSpec
+from tools.cancel import Cancelled
 from tools.redact import redact_text
 
 if TYPE_CHECKING:
@@ -200,8 +200,12 @@ class ModelClient:
             streamed = {**request, "stream": True}
             if self.usage_in_stream:
                 streamed["stream_options"] = {"include_usage": True}
-            chunks: Iterable[Any] = self._client.chat.completions.create(**streamed)
-            assembled = assemble(chunks, started, protocol, sink)
+            chunks = self._client.chat.completions.create(**streamed)
+            try:
+                assembled = assemble(chunks, started, protocol, sink)
+            except Cancelled:
+                chunks.close()  # the connection, not left for the garbage collector
+                raise
             if assembled.finish_reason is not None or assembled.content or assembled.calls:
                 return assembled, assembled.first_token_s
             # Nothing came as events: a server that ignores `stream` and answers whole.

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bot.llm.protocols import Protocol as Speech
+from tools import cancel
 
 
 class TextSink(Protocol):
@@ -48,6 +49,7 @@ def assemble(chunks: Iterable[Any], started: float, speech: Speech, sink: TextSi
     out = Assembled()
     gate = _Gate(speech, sink)
     for chunk in chunks:
+        cancel.check()  # the question was given up: read no more of the reply
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             out.prompt_tokens = usage.prompt_tokens or 0

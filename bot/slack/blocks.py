@@ -64,16 +64,13 @@ def status_text(tool: str, args: Any) -> str:
 
 
 def step_lines(step: Step) -> list[str]:
-    """One line per call: `✓ 1 query_logs service=checkout level=ERROR → ok (120 ms)`."""
+    """One line per call: `✓ 1. query_logs service=checkout level=ERROR → ok: 37 matching lines (120 ms)`."""
     lines = []
     for call in step.calls:
         mark = "✓" if call.status is CallStatus.ok else "✗"
         args = _args(call.args)
-        error = f" – {_cut(call.error, 200)}" if call.error else ""
-        lines.append(
-            f"{mark} {step.n}. `{escape(call.tool)}` {escape(args)} → {call.status} "
-            f"({call.duration_ms:.0f} ms){escape(error)}"
-        )
+        outcome = escape(call.outcome)
+        lines.append(f"{mark} {step.n}. `{escape(call.tool)}` {escape(args)} → {outcome} ({call.duration_ms:.0f} ms)")
     if step.note:
         lines.append(f"! {step.n}. {escape(step.note)}")
     return lines

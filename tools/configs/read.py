@@ -40,7 +40,7 @@ from tools.configs.confined import (
     walk,
 )
 from tools.configs.formats import MAX_KEY_TRIES, Miss, Unparsable, document, format_of, key_value
-from tools.text import without_cut_words
+from tools.text import plural, without_cut_words
 
 NEARBY = 20
 
@@ -76,7 +76,20 @@ def read_config_tool(policy: Policy) -> Tool[ReadConfigArgs]:
         "value of it by dotted key path. A directory root without path lists the files you may read.",
         args_model=ReadConfigArgs,
         run=run,
+        summarize=brief,
     )
+
+
+def brief(data: dict[str, Any]) -> str:
+    """"app.yaml: yaml, 42 lines", "app.yaml: key db.pool found", "7 files, 2 withheld" (never the value: a step line
+    is no place for a config's contents)."""
+    if "files" in data:
+        withheld = f", {len(data['withheld'])} withheld" if data.get("withheld") else ""
+        return plural(len(data["files"]), "file") + withheld + (", more not listed" if "more" in data else "")
+    where = data.get("path", data.get("name", ""))
+    if "key" in data:
+        return f"{where}: key {data['key']} found"
+    return f"{where}: {data.get('format', 'text')}, {plural(len(str(data.get('content', '')).splitlines()), 'line')}"
 
 
 # ---------------------------------------------------------------- the request

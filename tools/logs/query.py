@@ -15,11 +15,12 @@ from tools.logs.args import QueryLogsArgs
 from tools.logs.files import log_files
 from tools.logs.filters import Filters
 from tools.logs.match import LEVELS, REGEX_SEARCH_SECONDS, RegexTooSlow, compile_regex, prefilter_for, shape_of
-from tools.logs.scan import SCAN_SECONDS, Part, Scan, mb, plural, scan_files
+from tools.logs.scan import SCAN_SECONDS, Part, Scan, mb, scan_files
 from tools.logs.sources import JOURNAL_TIMEOUT_S, REAP_GRACE_S, Readers, query_command, query_journal, readers_for
 from tools.logs.stamps import STYLES, stamp_at
 from tools.logs.time import time_arg
 from tools.runner import which
+from tools.text import plural
 
 OUTPUT_BYTES = 16_000
 MAX_LINE_CHARS = 2_000
@@ -58,7 +59,13 @@ def query_logs_tool(policy: Policy, journalctl: str | None = None) -> Tool[Query
         args_model=QueryLogsArgs,
         run=run,
         timeout_s=_tool_timeout(policy),
+        summarize=brief,
     )
+
+
+def brief(data: dict[str, Any]) -> str:
+    """The summary's count clause: "37 matching lines, showing the last 20" (_summary writes it first)."""
+    return str(data["summary"]).split(";", 1)[0].replace(" (newest last)", "")
 
 
 def _tool_timeout(policy: Policy) -> float | None:

@@ -305,10 +305,6 @@ def size_text(size: int) -> str:
     return f"{size / (1024 * MIB):.2f} GB" if size >= 1024 * MIB else mb(size)
 
 
-def plural(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
-
-
 def scan_text(text: str, size: int, scan: Scan) -> None:
     """A whole output, oldest line first, through the matcher files go through."""
     scan.scanned += size

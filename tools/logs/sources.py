@@ -174,11 +174,14 @@ def _filled_params(spec: Command, f: Filters) -> dict[str, str | int]:
 
 
 def _run_failure(done: Completed, what: str) -> ToolResult | None:
-    """`unavailable` when the program could not start or failed, `timeout` when it was killed."""
+    """`unavailable` when the program could not start or failed, `timeout` when it was killed,
+    `cancelled` when the user gave up the question."""
     if done.error is not None:
         return ToolResult.failure(
             ErrorType.unavailable, f"{what} could not run: {done.error}", hint="tell the user; do not retry"
         )
+    if done.cancelled:
+        return ToolResult.failure(ErrorType.cancelled, f"{what} was killed because the user cancelled the question")
     if done.timed_out:
         return ToolResult.failure(
             ErrorType.timeout,
