@@ -2,111 +2,33 @@
 
 from __future__ import annotations
 
-import getpass
 import json
 import logging
 import sys
 import time
 from datetime import UTC
 from pathlib import Path
-from typing import Any
 
 import click
 from pydantic import ValidationError
 
-from bot.answer_stream import AnswerPreview
 from bot.build import build_agent
 from bot.commands import Question, decide, run_command
-from bot.local_approvals import TerminalApprovals
-from bot.loop import Agent
-from bot.prompts import UNCHECKED, no_model_text
-from bot.reply import Progress, Reply, Step
+from bot.prompts import UNCHECKED
+from bot.reply import Progress
+from bot.terminal import TERMINAL_USER, PlainProgress, console
 from bot.version import VERSION
 from config.check import ConfigError
-from config.policy import Principal
 from config.runbooks import load_runbooks
 from config.sample_env import prepare_sample
 from config.settings import SAMPLE_CONFIG, Settings, load_file_config
-from tools.base import CallStatus, ToolResult
+from tools.base import ToolResult
 from tools.catalog import runbook_arg_problems
 from tools.logs import log_files
 from tools.logs.time import TIME_HINT, time_arg
 
-# The terminal's user is whoever runs the process: the OS account is the identity policy sees.
-TERMINAL_USER = Principal(platform="cli", user=getpass.getuser())
-
 EXIT_CONFIG = 2
 EXIT_NO_ANSWER = 3
-
-THINKING_NOTE = "  (the lines above were the model's thinking, not its answer)"
-
-
-class TerminalProgress(Progress):
-    """Each step as one line on `stream`; the answer's lines on `answer_stream` as the model writes them."""
-
-    def __init__(self, stream: Any, answer_stream: Any, prompt: str = "", color: str | None = None) -> None:
-        self.stream = stream
-        self.answer_stream = answer_stream
-        self.prompt = prompt
-        self.color = color
-        self.preview = AnswerPreview()
-        self.mid_line = False  # the answer's last streamed line is not finished
-
-    def on_tool_start(self, step: int, tool: str, args: Any) -> None:
-        self._end_line()
-        click.secho(f"  … step {step}: {tool} {_args(args)}", fg="bright_black", file=self.stream)
-
-    def on_step(self, step: Step) -> None:
-        if step.calls:
-            self.preview.clear()
-        if step.calls or step.note:
-            self._end_line()  # only then: a cut answer's continuation goes on on the same line
-        for call in step.calls:
-            mark = "✓" if call.status is CallStatus.ok else "✗"
-            detail = f" – {call.error}" if call.error else ""
-            click.secho(
-                f"  {mark} step {step.n}: {call.tool} {_args(call.args)} → {call.status} "
-                f"({call.duration_ms:.0f} ms){detail}",
-                fg="green" if call.status is CallStatus.ok else "yellow",
-                file=self.stream,
-            )
-        if step.note:
-            click.secho(f"  ! {step.note}", fg="yellow", file=self.stream)
-
-    def on_answer_text(self, step: int, text: str) -> None:
-        if not self.preview.text:
-            click.secho(self.prompt, fg=self.color, nl=False, file=self.answer_stream)
-        click.secho(text, fg=self.color, nl=False, file=self.answer_stream)
-        self.preview.add(step, text)
-        self.mid_line = not text.endswith("\n")
-
-    def on_answer_reset(self, step: int) -> None:
-        if self.preview.drop(step):
-            self._end_line()
-            click.secho(THINKING_NOTE, fg="bright_black", file=self.answer_stream)
-
-    def finish(self, answer: str, color: str | None) -> None:
-        """Print what `answer` adds to what streamed of it; all of it when none of it streamed."""
-        # Printed lines cannot be taken back: a continuation that lost its space is still the answer.
-        rest = self.preview.rest(answer) if self.preview.text else None
-        if rest is None:
-            self._end_line()
-            click.secho(f"{self.prompt}{answer}", fg=color, file=self.answer_stream)
-        elif rest or self.mid_line:
-            click.secho(rest, fg=color, file=self.answer_stream)
-        self.mid_line = False
-
-    def _end_line(self) -> None:
-        """Finish a streamed line before anything else is printed, on either stream."""
-        if self.mid_line:
-            click.echo(file=self.answer_stream)
-            self.mid_line = False
-
-
-def _args(args: Any) -> str:
-    if isinstance(args, dict):
-        return "(" + ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items()) + ")"
-    return repr(args)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -155,75 +77,21 @@ def _environment_problems(exc: ValidationError) -> list[str]:
 
 @main.command()
 @click.option("--thread", default="cli:default", show_default=True, help="Conversation to continue.")
+@click.option("--plain", is_flag=True, help="Plain lines: no spinner, no rendered markdown (as when output is piped).")
 @click.pass_context
-def chat(ctx: click.Context, thread: str) -> None:
-    """Talk to opsbot in this terminal. Each step is shown as it happens."""
+def chat(ctx: click.Context, thread: str, plain: bool) -> None:
+    """Talk to opsbot in this terminal. Each step is shown as it happens; Ctrl-C gives a question up."""
+    from bot.terminal.session import ChatSession  # prompt_toolkit and rich's markdown: only for a chat
+
     settings = _settings(ctx)
     agent = build_agent(settings)
-    click.secho(
-        f"opsbot · model {settings.model if agent.model else '(none)'} · memory: "
-        f"{agent.memory.describe()} · thread {thread}",
-        bold=True,
-    )
-    if agent.model is None:
-        click.secho(no_model_text(), fg="yellow")
-    # The model is told an approval's outcome as the next turn of the same thread.
-    approvals = TerminalApprovals(
-        settings.policy,
-        TERMINAL_USER,
-        thread,
-        lambda outcome: _ask_and_offer(agent, approvals, outcome, thread, sys.stdout),
-        sys.stdout,
-        audit=agent.audit,
-    )
-    click.echo("Type a question, `help` for direct commands, `exit` to leave.")
-    while True:
-        try:
-            text = click.prompt("you", prompt_suffix="> ", default="", show_default=False).strip()
-        except (EOFError, click.Abort):
-            click.echo()
-            return
-        if text.lower() in ("exit", "quit"):
-            return
-        if text:
-            _answer(agent, approvals, text, thread, sys.stdout)
-
-
-def _answer(agent: Agent, approvals: TerminalApprovals, text: str, thread: str, stream: Any) -> None:
-    """A direct command or a question, answered; a write command it asks for is offered for approval."""
-    decision = decide(approvals.approvals.policy, text, can_ask=agent.model is not None)
-    if not isinstance(decision, Question):
-        output = run_command(agent, decision, thread, TERMINAL_USER)
-        click.echo(output.text, file=stream)
-        if output.approval is not None:
-            approvals.offer(output.approval, text, continues_agent=False)
-        return
-    _ask_and_offer(agent, approvals, text, thread, stream)
-
-
-def _ask_and_offer(agent: Agent, approvals: TerminalApprovals, text: str, thread: str, stream: Any) -> None:
-    reply = _ask_agent(agent, text, thread, stream)
-    for request in reply.approvals:
-        approvals.offer(request, text, continues_agent=True)
-
-
-def _ask_agent(agent: Agent, text: str, thread: str, stream: Any) -> Reply:
-    progress = TerminalProgress(sys.stderr, stream, prompt="opsbot> ", color="cyan")
-    reply = agent.run(text, thread=thread, progress=progress, principal=TERMINAL_USER)
-    progress.finish(reply.text, "cyan" if reply.stop_reason == "answered" else "yellow")
-    if not reply.checked:
-        click.secho(UNCHECKED, fg="yellow", file=stream)
-    click.secho(f"  ({_footer(reply)})", fg="bright_black", file=stream)
-    return reply
-
-
-def _footer(reply: Reply) -> str:
-    usage = reply.usage
-    first = f" · first token {usage.first_token_ms:.0f} ms" if usage.first_token_ms is not None else ""
-    return (
-        f"{reply.stop_reason.value} · {len(reply.steps)} step(s) · {usage.model_calls} model call(s) · "
-        f"{usage.prompt_tokens + usage.completion_tokens} tokens{first} · {reply.duration_s:.1f}s"
-    )
+    # The step log (-v) goes to stderr line by line, which a live area would tear: -v is plain.
+    session = ChatSession.open(agent, settings.policy, thread, plain=plain or ctx.find_root().params["verbose"])
+    session.banner(settings.model if agent.model else "(none)")
+    try:
+        session.loop()
+    except KeyboardInterrupt:  # a second Ctrl-C while a question was being given up
+        click.echo()
 
 
 @main.command()
@@ -245,7 +113,7 @@ def ask(ctx: click.Context, question: str, thread: str, as_json: bool) -> None:
         reply = agent.run(question, thread=thread, progress=Progress(), principal=TERMINAL_USER)
         click.echo(reply.model_dump_json(indent=2))
     else:
-        progress = TerminalProgress(sys.stderr, sys.stdout)
+        progress = PlainProgress(console(sys.stderr), console(sys.stdout))
         reply = agent.run(question, thread=thread, progress=progress, principal=TERMINAL_USER)
         progress.finish(reply.text, None)
         if not reply.checked:

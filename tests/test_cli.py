@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from bot.cli import THINKING_NOTE
 from bot.prompts import CUT_ANSWER, UNCHECKED
+from bot.terminal import THINKING_NOTE
 from config.settings import SAMPLE_CONFIG
 from tests.fakes.model_server import Call, ModelServer, Reply, script, tool_results
 
@@ -333,8 +333,12 @@ def test_a_cut_answer_streams_once_and_ends_with_the_cut_note(tmp_path: Path, wi
 
 # ---------------------------------------------------------------- starting fast, saying its version
 
-# What a direct command never needs: each takes tens of milliseconds to a second to import.
-HEAVY = ("openai", "redis", "slack_bolt", "slack_sdk", "waitress", "opentelemetry", "httpx")
+# What a direct command never needs: each takes tens of milliseconds to a second to import
+# (prompt_toolkit and rich's markdown, through markdown_it, are what a chat loads as it starts).
+HEAVY = (
+    *("openai", "redis", "slack_bolt", "slack_sdk", "waitress", "opentelemetry", "httpx"),
+    *("prompt_toolkit", "markdown_it"),
+)
 
 
 def test_a_direct_command_imports_no_model_slack_or_redis_client(tmp_path: Path) -> None:

@@ -10,70 +10,75 @@ end with it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import IO
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
 
-import click
+from rich.console import Console
 
 from bot.approvals import Approvals, Decision, HandBack, InProcessApprovalStore, Pending, Verdict
 from bot.approvals.rules import deciders_of
 from bot.audit import Audit
 from bot.commands import render_result
 from bot.prompts import approval_outcome
+from bot.terminal.prompt import Prompter
+from bot.terminal.screen import say
 from config.policy import Policy, Principal
 from tools.commands import ApprovalRequest
 
 
 class TerminalApprovals:
-    """`offer` a request; the model is told the outcome through `go_on` (the agent's next run)."""
+    """`offer` a request; what the model is to be told of the outcome comes back from it."""
 
     def __init__(
         self,
         policy: Policy,
         user: Principal,
         thread: str,
-        go_on: Callable[[str], object],
-        stream: IO[str],
+        out: Console,
+        prompter: Prompter,
         audit: Audit | None = None,
     ) -> None:
         self.user = user
         self.thread = thread
-        self.go_on = go_on
-        self.stream = stream
+        self.out = out
+        self.prompter = prompter
         self.approvals = Approvals(policy, InProcessApprovalStore(), audit=audit)
         self.approvals.hand_back(HandBack.agent, self)
+        self.outcome: str | None = None  # set by `resume`, during `decide`
 
-    def offer(self, request: ApprovalRequest, why: str, continues_agent: bool) -> Decision | None:
-        """Show the request and, if this user may approve it, ask y/N; None when nothing was asked."""
+    def offer(self, request: ApprovalRequest, why: str, continues_agent: bool) -> str | None:
+        """Show the request and, if this user may approve it, ask y/N. Returns what to tell the
+        model (its next turn in the thread), or None when nothing is to be told."""
         hand_back = HandBack.agent if continues_agent else HandBack.nobody
         pending = self.approvals.ask_command(request, {"thread": self.thread}, hand_back, why)
         deciders = deciders_of(self.approvals.policy, pending)
         who = deciders.describe() if deciders is not None else "nobody (the command is gone)"
-        self._say(f"⏸ approval needed: {pending.what}", "yellow")
-        self._say(f"  may approve: {who}", "bright_black")
+        say(self.out, f"⏸ approval needed: {pending.what}", "yellow")
+        say(self.out, f"  may approve: {who}", "bright_black")
         refusal = self.approvals.why_not(pending, self.user, approve=True)
         if refusal is not None:
-            self._say(f"  you cannot approve it here: {refusal}. Nothing was run; ask an approver.", "yellow")
+            say(self.out, f"  you cannot approve it here: {refusal}. Nothing was run; ask an approver.", "yellow")
             return None
-        try:
-            yes = click.confirm("  approve and run it?", default=False, err=True)
-        except click.Abort:
-            self._say("  nothing was decided; nothing was run.", "yellow")
-            return None
-        return self.approvals.decide(pending.id, yes, self.user, self)
+        yes = self.prompter.confirm("  approve and run it?")
+        self.outcome = None
+        with _finished_first(self.out):
+            self.approvals.decide(pending.id, yes, self.user, self)
+        return self.outcome
 
     # View: what the decision did, where it was asked.
 
     def running(self, pending: Pending, by: Principal) -> None:
-        self._say(f"  … running {pending.what}", "bright_black")
+        say(self.out, f"  … running {pending.what}", "bright_black")
 
     def decided(self, decision: Decision) -> None:
         if decision.result is not None:
-            click.echo(render_result(decision.result), file=self.stream)
+            say(self.out, render_result(decision.result))
         elif decision.verdict is Verdict.denied:
-            self._say("  denied: nothing was run.", "yellow")
+            say(self.out, "  denied: nothing was run.", "yellow")
         else:
-            self._say(f"  {decision.message}", "yellow")
+            say(self.out, f"  {decision.message}", "yellow")
 
     # Waiting: the conversation that asked goes on from the outcome.
 
@@ -88,7 +93,19 @@ class TerminalApprovals:
             return
         shown = render_result(decision.result) if decision.result is not None else ""
         approved = decision.verdict is Verdict.approved
-        self.go_on(approval_outcome(pending.command.command, decision.by or self.user.user, approved, shown))
+        self.outcome = approval_outcome(pending.command.command, decision.by or self.user.user, approved, shown)
 
-    def _say(self, text: str, color: str) -> None:
-        click.secho(text, fg=color, file=self.stream)
+
+@contextmanager
+def _finished_first(out: Console) -> Iterator[None]:
+    """Ctrl-C while an approved command runs: a write is not stopped half-way, nor its audit
+    record lost; the person is told it finishes first."""
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        say(out, "  the approved command is running; it finishes first (nothing is stopped half-way).", "yellow")
+
+    previous = signal.signal(signal.SIGINT, hold)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -1,0 +1,129 @@
+"""The live view, for a person at a terminal: a spinner with the seconds while the model thinks
+and while each tool runs, the answer rendered as markdown while it is written, a line per step
+that stays.
+
+The live area is rich's `Live`, redrawn eight times a second and cleared when the run ends; the
+finished answer is then printed once, rendered whole (a table's columns are only right when all
+its rows are there). While the answer is written the area shows its last lines, so it never grows
+past the screen (a taller live area cannot be redrawn in place)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.segment import Segment
+from rich.spinner import Spinner
+from rich.text import Text
+
+from bot.answer_stream import AnswerPreview
+from bot.reply import Progress, Step
+from bot.terminal.screen import say
+from bot.terminal.steps import call_line, call_style, started_line
+
+REFRESH_PER_SECOND = 8
+# Screen lines the live area leaves free: the step lines above it stay in view.
+LIVE_MARGIN = 4
+
+
+@dataclass
+class Activity:
+    """Something under way: a spinner, what it is, and for how long."""
+
+    label: str
+    started: float
+    spinner: Spinner = field(default_factory=lambda: Spinner("dots", style="cyan"))
+
+    def render(self, now: float) -> Spinner:
+        self.spinner.update(text=Text(f"{self.label} · {now - self.started:.0f}s", style="bright_black"))
+        return self.spinner
+
+
+class LiveProgress(Progress):
+    """`start()` before the run, `finish(answer)` after it; the hooks in between come from the
+    loop's thread (rich's console and Live take their own locks)."""
+
+    def __init__(self, console: Console, clock: Callable[[], float] = time.monotonic) -> None:
+        self.console = console
+        self.clock = clock
+        self.preview = AnswerPreview()
+        self.activities: dict[str, Activity] = {}
+        self.live = Live(
+            console=console,
+            get_renderable=self._view,
+            refresh_per_second=REFRESH_PER_SECOND,
+            transient=True,
+            redirect_stderr=False,
+        )
+
+    def start(self, label: str = "starting") -> None:
+        self.activities = {"run": Activity(label, self.clock())}
+        self.live.start()
+
+    def on_model_call(self, step: int) -> None:
+        self.activities = {"model": Activity(f"step {step}: the model is thinking", self.clock())}
+
+    def on_tool_start(self, step: int, tool: str, args: Any) -> None:
+        self.activities.pop("model", None)
+        self.activities[f"{step}:{len(self.activities)}"] = Activity(started_line(step, tool, args), self.clock())
+
+    def on_step(self, step: Step) -> None:
+        self.activities = {}
+        if step.calls:
+            self.preview.clear()  # what streamed came before tool calls: not the answer
+        for call in step.calls:
+            say(self.console, f"  {call_line(step.n, call)}", call_style(call))
+        if step.note:
+            say(self.console, f"  ! {step.note}", "yellow")
+
+    def on_answer_text(self, step: int, text: str) -> None:
+        self.preview.add(step, text)
+        model = self.activities.get("model")
+        if model is not None and not model.label.endswith("writing"):
+            self.activities["model"] = Activity(f"step {step}: the model is writing", model.started)
+
+    def on_answer_reset(self, step: int) -> None:
+        self.preview.drop(step)
+
+    def finish(self, answer: str, style: str | None = None) -> None:
+        """Clear the live area and print the answer, rendered."""
+        self.activities = {}
+        self.live.stop()
+        self.console.print(Markdown(answer, style=style or "none"))
+
+    def stop(self) -> None:
+        """Clear the live area without an answer (the run failed or was cancelled)."""
+        self.activities = {}
+        self.live.stop()
+
+    def _view(self) -> RenderableType:
+        now = self.clock()
+        parts: list[RenderableType] = []
+        if self.preview.text.strip():
+            parts.append(_Tail(Markdown(self.preview.text), len(self.activities) + LIVE_MARGIN))
+        parts += [activity.render(now) for activity in self.activities.values()]
+        return Group(*parts)
+
+
+class _Tail:
+    """The last lines of a renderable that fit the screen with `reserve` lines to spare."""
+
+    def __init__(self, renderable: RenderableType, reserve: int) -> None:
+        self.renderable = renderable
+        self.reserve = reserve
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = console.render_lines(self.renderable, options, pad=False)
+        room = max(options.size.height - self.reserve, 1)
+        yield from _joined(lines[-room:])
+
+
+def _joined(lines: Iterable[list[Segment]]) -> Iterable[Segment]:
+    for line in lines:
+        yield from line
+        yield Segment.line()

@@ -1,0 +1,29 @@
+"""A step as the terminal shows it, in words both views use (plain.py, live.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bot.reply import CallRecord
+from tools.base import CallStatus
+
+
+def shown_args(args: Any) -> str:
+    if isinstance(args, dict):
+        return "(" + ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items()) + ")"
+    return repr(args)
+
+
+def started_line(step: int, tool: str, args: Any) -> str:
+    return f"step {step}: {tool} {shown_args(args)}"
+
+
+def call_line(step: int, call: CallRecord) -> str:
+    """`✓ step 1: query_logs(service="checkout") → ok: 37 matching lines, showing the last 20 (12 ms)`."""
+    mark = "✓" if call.status is CallStatus.ok else "✗"
+    return f"{mark} {started_line(step, call.tool, call.args)} → {call.outcome} ({call.duration_ms:.0f} ms)"
+
+
+def call_style(call: CallRecord) -> str:
+    return "green" if call.status is CallStatus.ok else "yellow"
