@@ -129,6 +129,12 @@ def test_tab_completes_commands_and_the_names_the_policy_declares(terminal: Call
     term.wait_for(lambda s: last_prompt(s) == "you> logs checkout ERROR")
     term.type("\x15" + "run up" + TAB)  # Ctrl-U clears the line
     term.wait_for(lambda s: last_prompt(s) == "you> run uptime")
+    term.type("\x15" + "config pay" + TAB)
+    term.wait_for(lambda s: last_prompt(s) == "you> config payments")
+    term.type("\x15" + "runbook sh" + TAB)
+    term.wait_for(lambda s: last_prompt(s) == "you> runbook show")
+    term.type(" disk" + TAB)
+    term.wait_for(lambda s: last_prompt(s) == "you> runbook show disk-filling")
 
 
 def test_ctrl_c_at_an_empty_prompt_leaves_and_so_does_ctrl_d(terminal: Callable[..., Terminal]) -> None:
@@ -183,6 +189,20 @@ def test_ctrl_c_gives_the_question_up_and_the_thread_goes_on(
     assert CANCELLED_NOTE in [m.get("content") for m in requests[1]["messages"]]
 
 
+def test_ctrl_c_twice_leaves_and_leaves_nothing_running(
+    terminal: Callable[..., Terminal], model_server: Callable[[Any], ModelServer]
+) -> None:
+    term = terminal(model=model_server(slow_then("never", [])))
+    term.enter("is anything slow?")
+    assert sleeping()
+    term.ctrl_c()
+    term.wait_for("cancelling…")
+    term.ctrl_c()  # while the first winds down, or at the prompt it gave back: either way, opsbot leaves
+    assert term.exited() == 0
+    assert none_left()
+    assert "Traceback" not in term.text()
+
+
 @pytest.mark.parametrize("hangup", [signal.SIGHUP, signal.SIGTERM], ids=["SIGHUP", "SIGTERM"])
 def test_a_closed_terminal_leaves_no_command_behind(
     terminal: Callable[..., Terminal], model_server: Callable[[Any], ModelServer], hangup: signal.Signals
@@ -190,6 +210,14 @@ def test_a_closed_terminal_leaves_no_command_behind(
     term = terminal(model=model_server(lambda body: Reply(calls=[Call("run_command", {"command": "slow"})])))
     term.enter("is anything slow?")
     assert sleeping()
+    term.child.kill(hangup)
+    assert term.exited() == 0
+    assert none_left()
+
+
+@pytest.mark.parametrize("hangup", [signal.SIGHUP, signal.SIGTERM], ids=["SIGHUP", "SIGTERM"])
+def test_a_closed_terminal_at_the_prompt_leaves(terminal: Callable[..., Terminal], hangup: signal.Signals) -> None:
+    term = terminal()
     term.child.kill(hangup)
     assert term.exited() == 0
     assert none_left()

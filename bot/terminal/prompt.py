@@ -7,6 +7,7 @@ they type yes (Ctrl-C, Ctrl-D and end of input are No too)."""
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 from typing import Protocol
@@ -25,6 +26,10 @@ class Prompter(Protocol):
 
     def confirm(self, question: str) -> bool: ...
 
+    def leave(self) -> bool:
+        """End the prompt being shown, as Ctrl-D would; False when none is (a signal handler asks)."""
+        ...
+
 
 class LinePrompter:
     """Lines from stdin, as `input()` reads them (its prompt is printed, not echoed back)."""
@@ -42,6 +47,9 @@ class LinePrompter:
             return self.line(f"{question} [y/N] ").strip().lower() in YES
         except EOFError:
             return False
+
+    def leave(self) -> bool:
+        return False  # reading stdin is interrupted by the signal's exception itself
 
 
 class EditingPrompter:
@@ -67,6 +75,14 @@ class EditingPrompter:
             return self.answers.prompt(f"{question} [y/N] ").strip().lower() in YES
         except (KeyboardInterrupt, EOFError):
             return False
+
+    def leave(self) -> bool:
+        for session in (self.session, self.answers):
+            app = session.app
+            if app.is_running and app.loop is not None:
+                app.loop.call_soon_threadsafe(functools.partial(app.exit, exception=EOFError))
+                return True
+        return False
 
 
 def _ctrl_c_clears() -> KeyBindings:

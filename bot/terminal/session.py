@@ -32,6 +32,9 @@ from tools.cancel import cancellable
 PROMPT = "you> "
 ANSWER_PROMPT = "opsbot> "
 WAIT_S = 0.1  # how often the waiting thread wakes, so Ctrl-C is taken at once
+# Asked to leave while a given-up question winds down: how long its command has to be killed.
+LEAVE_WAIT_S = 3.0
+HANGUPS = (signal.SIGHUP, signal.SIGTERM)
 
 T = TypeVar("T")
 
@@ -41,8 +44,6 @@ class Leave(BaseException):
     given up as on Ctrl-C, so the command it runs is killed rather than left behind, then the chat ends."""
 
 
-def _leave(signum: int, frame: object) -> None:
-    raise Leave
 
 
 class ChatSession:
@@ -55,6 +56,7 @@ class ChatSession:
         self.out = console(sys.stdout)
         self.steps = self.out if live else console(sys.stderr)
         self.approvals = TerminalApprovals(policy, TERMINAL_USER, thread, self.out, prompter, agent.audit)
+        self.leaving = False  # SIGHUP or SIGTERM came: no more questions
 
     @classmethod
     def open(cls, agent: Agent, policy: Policy, thread: str, plain: bool) -> ChatSession:
@@ -77,15 +79,21 @@ class ChatSession:
         say(self.out, f"Type a question, `help` for direct commands, `exit` to leave.{keys}")
 
     def loop(self) -> None:
-        for hangup in (signal.SIGHUP, signal.SIGTERM):
-            signal.signal(hangup, _leave)
+        for hangup in HANGUPS:
+            signal.signal(hangup, self._hang_up)
         try:
             self._lines()
         except Leave:
             return
 
+    def _hang_up(self, signum: int, frame: object) -> None:
+        self.leaving = True
+        # At prompt_toolkit's prompt an exception raised here would be its event loop's, not ours.
+        if not self.prompter.leave():
+            raise Leave
+
     def _lines(self) -> None:
-        while True:
+        while not self.leaving:
             try:
                 text = self.prompter.line(PROMPT).strip()
             except EOFError:
@@ -169,10 +177,23 @@ class ChatSession:
         except (KeyboardInterrupt, Leave) as stop:
             cancel.set()
             say(self.steps, "  cancelling… (Ctrl-C again leaves opsbot)", "yellow")
-            _wait(job)
-            if isinstance(stop, Leave):
-                raise
+            if not _wound_down(job) or isinstance(stop, Leave):
+                raise Leave from None
         return job.result()
+
+
+def _wound_down(job: Job[Any]) -> bool:
+    """Wait for a cancelled job to end. False if the person asks to leave meanwhile (Ctrl-C again,
+    SIGHUP, SIGTERM): then it has LEAVE_WAIT_S more, those signals ignored, so the command it ran
+    is still killed rather than left behind."""
+    try:
+        _wait(job)
+        return True
+    except (KeyboardInterrupt, Leave):
+        for ignored in (signal.SIGINT, *HANGUPS):
+            signal.signal(ignored, signal.SIG_IGN)
+        job.join(LEAVE_WAIT_S)
+        return False
 
 
 def _wait(job: Job[Any]) -> None:

@@ -77,6 +77,8 @@ class Terminal:
         return int(self.child.exitstatus if self.child.exitstatus is not None else -(self.child.signalstatus or 0))
 
     def _read(self, timeout: float) -> bool:
+        if self.child.closed:  # it has exited: the screen is as it left it
+            return False
         try:
             data = self.child.read_nonblocking(65536, timeout=timeout)
         except (pexpect.TIMEOUT, pexpect.EOF):
