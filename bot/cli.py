@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from bot.build import build_agent
 from bot.commands import Question, decide, run_command
-from bot.prompts import UNCHECKED
+from bot.prompts import UNCHECKED, no_model_text
 from bot.reply import Progress
 from bot.terminal import TERMINAL_USER, PlainProgress, console
 from bot.version import VERSION
@@ -121,6 +121,46 @@ def ask(ctx: click.Context, question: str, thread: str, as_json: bool) -> None:
             click.secho(UNCHECKED, fg="yellow", err=True)
     if reply.stop_reason in ("no_model", "no_answer", "llm_unavailable", "memory_unavailable", "busy"):
         ctx.exit(EXIT_NO_ANSWER)
+
+
+@main.command("eval")
+@click.option(
+    "--suite", default="builtin", show_default=True, help="`builtin`, or a YAML file or directory of scenarios."
+)
+@click.option("--runs", default=1, show_default=True, type=click.IntRange(1, 100), help="Repeat each scenario.")
+@click.option("--json", "json_path", type=click.Path(path_type=Path, dir_okay=False), help="Write the results here.")
+@click.option("--markdown", "markdown_path", type=click.Path(path_type=Path, dir_okay=False), help="And the tables.")
+@click.pass_context
+def eval_(ctx: click.Context, suite: str, runs: int, json_path: Path | None, markdown_path: Path | None) -> None:
+    """Run incident scenarios against the configured model: opsbot's loop beside a bare loop."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from bot.eval import SuiteError, evaluate, load_suite, markdown, tables
+
+    # Only the model settings matter: every scenario brings its own environment.
+    path: Path | None = ctx.obj
+    settings = _settings(ctx) if path is not None else Settings()
+    if not settings.model_configured:
+        click.secho(f"opsbot eval needs a model: {no_model_text()}", fg="red", err=True)
+        ctx.exit(EXIT_CONFIG)
+    try:
+        scenarios = load_suite(suite)
+    except SuiteError as exc:
+        click.secho(str(exc), fg="red", err=True)
+        ctx.exit(EXIT_CONFIG)
+    out = console(sys.stdout)
+    if not out.is_terminal:
+        out.width = 160  # a file or a pipe: room for the scenario names, rather than 80 columns
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console(sys.stderr), transient=True) as bar:
+        task = bar.add_task("scenarios", total=len(scenarios.scenarios) * runs * 2)
+        report = evaluate(settings, scenarios, runs, lambda run: bar.update(task, advance=1, description=run.scenario))
+    for table in tables(report):
+        out.print(table)
+    if json_path is not None:
+        json_path.write_text(report.model_dump_json(indent=2) + "\n")
+    if markdown_path is not None:
+        markdown_path.write_text(markdown(report))
 
 
 @main.command()

@@ -116,3 +116,15 @@ def test_version_check_config_and_direct_commands_work_from_the_wheel(installed:
     logs = opsbot(installed, "ask", "logs checkout ERROR since=9999h", cwd=tmp_path)
     assert logs.returncode == 0, logs.stderr
     assert " ERROR " in logs.stdout and "Traceback" not in logs.stderr
+
+
+def test_the_builtin_eval_suite_is_in_the_wheel(installed: Path, tmp_path: Path) -> None:
+    found = run(
+        str(installed / "python"),
+        "-c",
+        "from bot.eval import load_suite; s = load_suite('builtin'); print(len(s.scenarios)); "
+        "import bot.eval.suite as m; print(m.BUILTIN)",
+        cwd=tmp_path,
+    )
+    count, where = found.stdout.split()
+    assert int(count) >= 20 and where.startswith(str(installed.parent))

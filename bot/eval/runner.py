@@ -1,0 +1,91 @@
+"""`opsbot eval`: each scenario, each run, through opsbot's loop and the bare loop, on the
+configured model, each in a fresh fixture directory and a fresh thread."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bot.build import build_model
+from bot.eval.bare import BareLoop
+from bot.eval.fixture import build
+from bot.eval.judge import judge
+from bot.eval.report import LOOPS, summarize
+from bot.eval.results import CallSeen, EvalReport, Loop, ScenarioRun, Transcript
+from bot.eval.suite import Scenario, Suite
+from bot.eval.watch import Watch
+from bot.loop import Agent
+from bot.memory import InProcessMemory
+from bot.version import VERSION
+from config.settings import Settings
+from tools.redact import redact_text
+
+
+def evaluate(
+    settings: Settings, suite: Suite, runs: int, done: Callable[[ScenarioRun], None] = lambda run: None
+) -> EvalReport:
+    now = datetime.now(UTC)
+    results: list[ScenarioRun] = []
+    for scenario in suite.scenarios:
+        for run in range(1, runs + 1):
+            for loop in LOOPS:
+                results.append(_one(settings, scenario, loop, run, now))
+                done(results[-1])
+    return EvalReport(
+        opsbot=VERSION,
+        model=settings.model,
+        endpoint=redact_text(settings.openai_base_url or "https://api.openai.com/v1"),
+        suite=suite.name,
+        runs=runs,
+        scenarios=[s.id for s in suite.scenarios],
+        summary={loop: summarize([r for r in results if r.loop == loop], runs) for loop in LOOPS},
+        results=results,
+    )
+
+
+def _one(settings: Settings, scenario: Scenario, loop: Loop, run: int, now: datetime) -> ScenarioRun:
+    with tempfile.TemporaryDirectory(prefix="opsbot-eval-") as root:
+        watch = Watch(build(scenario, Path(root), now), scenario.faults)
+        questions = [*scenario.history, scenario.question]
+        transcript = _opsbot(settings, watch, questions) if loop == "opsbot" else _bare(settings, watch, questions)
+    return judge(scenario, loop, run, transcript, watch)
+
+
+def _opsbot(settings: Settings, watch: Watch, questions: list[str]) -> Transcript:
+    agent = Agent(
+        model=build_model(settings),
+        memory=InProcessMemory(),
+        tools=watch.registry,
+        limits=settings.loop,
+        memory_settings=settings.memory,
+    )
+    out = Transcript(answer="", stop_reason="")
+    for question in questions:
+        reply = agent.run(question, thread="eval")
+        out.answer, out.stop_reason = reply.text, reply.stop_reason.value
+        out.model_calls += reply.usage.model_calls
+        out.prompt_tokens += reply.usage.prompt_tokens
+        out.completion_tokens += reply.usage.completion_tokens
+        out.wall_s += reply.duration_s
+        out.calls += [CallSeen(tool=c.tool, args=c.args, status=c.status) for s in reply.steps for c in s.calls]
+    return out
+
+
+def _bare(settings: Settings, watch: Watch, questions: list[str]) -> Transcript:
+    import openai
+
+    client: Any = openai.OpenAI(
+        api_key=settings.openai_api_key.get_secret_value() if settings.openai_api_key else "not-needed",
+        base_url=settings.openai_base_url,
+        timeout=settings.llm.timeout_s,
+        max_retries=settings.llm.max_retries,
+    )
+    request = {"temperature": settings.llm.temperature, "max_tokens": settings.llm.max_answer_tokens}
+    bare = BareLoop(client, settings.model, watch.registry, settings.loop.max_steps, request)
+    out = Transcript(answer="", stop_reason="")
+    for question in questions:
+        bare.ask(question, out)
+    return out
