@@ -594,6 +594,8 @@ def test_an_approved_write_leaves_its_whole_story_in_the_audit_trail(make_stack,
     mention, message = restart_asked(stack, "<@UBOT> restart checkout please")
     rid = request_id(message)
     stack.click("opsbot_approve", rid, user="U3", message_ts=message["ts"])  # not an approver
+    # Its refusal first: two clicks sent at once are handled side by side, in either order.
+    assert stack.slack.wait_for(lambda: len(stack.slack.ephemerals("C1")) >= 1, 5)
     stack.click("opsbot_approve", rid, user="U2", message_ts=message["ts"])
     answered(stack, "C1", mention["ts"], count=2)
     settle(stack)

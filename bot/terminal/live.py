@@ -46,12 +46,15 @@ class Activity:
 
 class LiveProgress(Progress):
     """`start()` before the run, `finish(answer)` after it; the hooks in between come from the
-    loop's thread (rich's console and Live take their own locks)."""
+    loop's thread (rich's console and Live take their own locks). The live area is drawn on rich's
+    refresh thread from `activities` and `text`, which the hooks replace and never change in place,
+    so a redraw never sees them half-changed."""
 
     def __init__(self, console: Console, clock: Callable[[], float] = time.monotonic) -> None:
         self.console = console
         self.clock = clock
         self.preview = AnswerPreview()
+        self.text = ""  # what the preview holds, for the refresh thread
         self.activities: dict[str, Activity] = {}
         self.live = Live(
             console=console,
@@ -69,13 +72,15 @@ class LiveProgress(Progress):
         self.activities = {"model": Activity(f"step {step}: the model is thinking", self.clock())}
 
     def on_tool_start(self, step: int, tool: str, args: Any) -> None:
-        self.activities.pop("model", None)
-        self.activities[f"{step}:{len(self.activities)}"] = Activity(started_line(step, tool, args), self.clock())
+        running = {key: activity for key, activity in self.activities.items() if key != "model"}
+        tool_activity = Activity(started_line(step, tool, args), self.clock())
+        self.activities = {**running, f"{step}:{len(running)}": tool_activity}
 
     def on_step(self, step: Step) -> None:
         self.activities = {}
         if step.calls:
             self.preview.clear()  # what streamed came before tool calls: not the answer
+            self.text = ""
         for call in step.calls:
             say(self.console, f"  {call_line(step.n, call)}", call_style(call))
         if step.note:
@@ -83,12 +88,14 @@ class LiveProgress(Progress):
 
     def on_answer_text(self, step: int, text: str) -> None:
         self.preview.add(step, text)
+        self.text = self.preview.text
         model = self.activities.get("model")
         if model is not None and not model.label.endswith("writing"):
-            self.activities["model"] = Activity(f"step {step}: the model is writing", model.started)
+            self.activities = {"model": Activity(f"step {step}: the model is writing", model.started)}
 
     def on_answer_reset(self, step: int) -> None:
         self.preview.drop(step)
+        self.text = self.preview.text
 
     def finish(self, answer: str, style: str | None = None) -> None:
         """Clear the live area and print the answer, rendered."""
@@ -102,11 +109,11 @@ class LiveProgress(Progress):
         self.live.stop()
 
     def _view(self) -> RenderableType:
-        now = self.clock()
+        now, text, activities = self.clock(), self.text, self.activities
         parts: list[RenderableType] = []
-        if self.preview.text.strip():
-            parts.append(_Tail(Markdown(self.preview.text), len(self.activities) + LIVE_MARGIN))
-        parts += [activity.render(now) for activity in self.activities.values()]
+        if text.strip():
+            parts.append(_Tail(Markdown(text), len(activities) + LIVE_MARGIN))
+        parts += [activity.render(now) for activity in activities.values()]
         return Group(*parts)
 
 
