@@ -28,6 +28,7 @@ from bot.terminal.user import TERMINAL_USER
 from config.policy import Policy
 from tools.background import Job
 from tools.cancel import cancellable
+from tools.commands import ApprovalRequest
 
 PROMPT = "you> "
 ANSWER_PROMPT = "opsbot> "
@@ -122,7 +123,7 @@ class ChatSession:
         for request in reply.approvals:
             self._offer(request, text, continues_agent=True)
 
-    def _offer(self, request: Any, why: str, continues_agent: bool) -> None:
+    def _offer(self, request: ApprovalRequest, why: str, continues_agent: bool) -> None:
         outcome = self.approvals.offer(request, why, continues_agent)
         if outcome is not None:
             self.question(outcome)  # the model hears the outcome as the thread's next turn
