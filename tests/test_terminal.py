@@ -99,6 +99,10 @@ def test_up_recalls_what_was_typed_in_this_chat_and_the_next(terminal: Callable[
     again.type(UP)
     assert again.wait_for(lambda s: last_prompt(s) == "you> services")
 
+    searching = terminal()
+    searching.type("\x12serv")  # Ctrl-R: search what was typed, newest first
+    assert searching.wait_for("(reverse-i-search)`serv': services")
+
 
 def test_history_keeps_no_secret_typed_at_the_prompt(terminal: Callable[..., Terminal], tmp_path: Path) -> None:
     kinds = [k for k in KINDS if not k.multiline][:4]
