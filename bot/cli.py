@@ -1,4 +1,8 @@
-"""The `opsbot` command: chat in a terminal, ask one question, check a config file."""
+"""The `opsbot` command: chat in a terminal, ask one question, check a config file.
+
+Whatever it prints that is not a constant goes through bot.terminal (`echo`, its consoles, the log
+formatter), where text from outside is made inert: a log line, an answer or a config value shown
+here can never act on the terminal that shows it (bot/terminal/screen.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from bot.build import build_agent
 from bot.commands import Question, decide, run_command
 from bot.prompts import UNCHECKED, no_model_text
 from bot.reply import Progress
-from bot.terminal import TERMINAL_USER, PlainProgress, console
+from bot.terminal import TERMINAL_USER, InertFormatter, PlainProgress, console, echo
 from bot.version import VERSION
 from config.check import ConfigError
 from config.runbooks import load_runbooks
@@ -44,7 +48,9 @@ EXIT_NO_ANSWER = 3
 @click.pass_context
 def main(ctx: click.Context, config_path: Path | None, verbose: bool) -> None:
     """opsbot: an on-call assistant that shows every step it takes."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s", stream=sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(InertFormatter("%(message)s"))
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
     ctx.obj = config_path
 
 
@@ -54,20 +60,20 @@ def _settings(ctx: click.Context) -> Settings:
         # A copy whose logs end a few minutes ago, so `logs checkout ERROR since=2h` finds what README says.
         path = prepare_sample(SAMPLE_CONFIG, VERSION)
         redated = f"; its logs re-dated to end now, in {path.parent}" if path != SAMPLE_CONFIG else ""
-        click.secho(
+        echo(
             f"Using the bundled sample environment ({SAMPLE_CONFIG}{redated}); set OPSBOT_CONFIG for yours.",
-            fg="bright_black",
             err=True,
+            fg="bright_black",
         )
     try:
         return Settings.load(path)
     except ConfigError as exc:
-        click.secho(str(exc), fg="red", err=True)
-        click.echo(f"Fix the file, then check it with: opsbot --config {path} check-config", err=True)
+        echo(str(exc), err=True, fg="red")
+        echo(f"Fix the file, then check it with: opsbot --config {path} check-config", err=True)
         raise click.exceptions.Exit(EXIT_CONFIG) from exc
     except ValidationError as exc:
         for line in _environment_problems(exc):
-            click.secho(line, fg="red", err=True)
+            echo(line, err=True, fg="red")
         raise click.exceptions.Exit(EXIT_CONFIG) from exc
 
 
@@ -106,19 +112,21 @@ def ask(ctx: click.Context, question: str, thread: str, as_json: bool) -> None:
     decision = decide(settings.policy, question, can_ask=agent.model is not None)
     if not isinstance(decision, Question):
         output = run_command(agent, decision, thread, TERMINAL_USER)
-        click.echo(json.dumps({"text": output.text, "ok": output.ok}) if as_json else output.text)
+        echo(json.dumps({"text": output.text, "ok": output.ok}) if as_json else output.text)
         ctx.exit(0 if output.ok else 1)
     if as_json:
         # Nothing streams: stdout is one JSON document (`checked` says whether tools backed the answer).
+        # Made inert as text, it decodes to the reply as it was: the data is whole for a program,
+        # and no raw control or bidi character reaches a terminal it is printed on.
         reply = agent.run(question, thread=thread, progress=Progress(), principal=TERMINAL_USER)
-        click.echo(reply.model_dump_json(indent=2))
+        echo(reply.model_dump_json(indent=2))
     else:
         progress = PlainProgress(console(sys.stderr), console(sys.stdout))
         reply = agent.run(question, thread=thread, progress=progress, principal=TERMINAL_USER)
         progress.finish(reply.text, None)
         if not reply.checked:
             # Beside the steps on stderr: stdout stays the answer alone, for whoever pipes it.
-            click.secho(UNCHECKED, fg="yellow", err=True)
+            echo(UNCHECKED, err=True, fg="yellow")
     if reply.stop_reason in ("no_model", "no_answer", "llm_unavailable", "memory_unavailable", "busy"):
         ctx.exit(EXIT_NO_ANSWER)
 
@@ -141,12 +149,12 @@ def eval_(ctx: click.Context, suite: str, runs: int, json_path: Path | None, mar
     path: Path | None = ctx.obj
     settings = _settings(ctx) if path is not None else Settings()
     if not settings.model_configured:
-        click.secho(f"opsbot eval needs a model: {no_model_text()}", fg="red", err=True)
+        echo(f"opsbot eval needs a model: {no_model_text()}", err=True, fg="red")
         ctx.exit(EXIT_CONFIG)
     try:
         scenarios = load_suite(suite)
     except SuiteError as exc:
-        click.secho(str(exc), fg="red", err=True)
+        echo(str(exc), err=True, fg="red")
         ctx.exit(EXIT_CONFIG)
     out = console(sys.stdout)
     if not out.is_terminal:
@@ -177,12 +185,12 @@ def serve(ctx: click.Context, http: bool, port: int) -> None:
 
     def started(slack: SlackApp) -> None:
         where = f"HTTP on port {port}" if http else "Socket Mode"
-        click.secho(f"opsbot {VERSION} serving Slack as {slack.identity.user_id} ({where})", err=True)
+        echo(f"opsbot {VERSION} serving Slack as {slack.identity.user_id} ({where})", err=True)
 
     try:
         serve_slack(settings, http, port, started)
     except StartupError as exc:
-        click.secho(f"opsbot cannot start: {exc}", fg="red", err=True)
+        echo(f"opsbot cannot start: {exc}", err=True, fg="red")
         raise click.exceptions.Exit(EXIT_CONFIG) from exc
 
 
@@ -195,11 +203,11 @@ def audit(ctx: click.Context, since: str, thread: str | None, as_json: bool) -> 
     """Read back the audit trail kept in Redis: tool calls, approvals and write commands."""
     settings = _settings(ctx)
     if not settings.redis_url:
-        click.secho(
+        echo(
             "The audit trail is kept in Redis: set REDIS_URL to the Redis opsbot serves Slack with. "
             "Without Redis, records are only on the opsbot.audit logger (opsbot -v).",
-            fg="red",
             err=True,
+            fg="red",
         )
         ctx.exit(EXIT_CONFIG)
     start = time_arg("--since", since, UTC, time.time())
@@ -211,12 +219,12 @@ def audit(ctx: click.Context, since: str, thread: str | None, as_json: bool) -> 
     try:
         entries = list(RedisAudit(connect(settings.redis_url), settings.audit.ttl_s).read(start, thread))
     except REDIS_ERRORS as exc:
-        click.secho(f"Cannot read the audit trail from {describe(settings.redis_url)}: {exc}", fg="red", err=True)
+        echo(f"Cannot read the audit trail from {describe(settings.redis_url)}: {exc}", err=True, fg="red")
         ctx.exit(1)
     for entry in entries:
-        click.echo(entry.model_dump_json(exclude_none=True) if as_json else entry.line())
+        echo(entry.model_dump_json(exclude_none=True) if as_json else entry.line())
     if not entries and not as_json:
-        click.secho(f"No audit records since {since}{f' in thread {thread}' if thread else ''}.", err=True)
+        echo(f"No audit records since {since}{f' in thread {thread}' if thread else ''}.", err=True)
 
 
 @main.command("check-config")
@@ -230,7 +238,7 @@ def check_config(ctx: click.Context, path: Path | None) -> None:
     try:
         config = load_file_config(target)
     except ConfigError as exc:
-        click.secho(str(exc), fg="red", err=True)
+        echo(str(exc), err=True, fg="red")
         ctx.exit(1)
     policy = config.policy.resolved(target.resolve().parent)
     missing = [
@@ -239,11 +247,11 @@ def check_config(ctx: click.Context, path: Path | None) -> None:
         for problem in log_files(service.logs)[1]
     ]
     for warning in missing:
-        click.secho(f"warning: {warning}", fg="yellow", err=True)
+        echo(f"warning: {warning}", err=True, fg="yellow")
     try:
         runbooks = {**policy.runbooks, **(load_runbooks(policy.runbooks_dir, policy) if policy.runbooks_dir else {})}
     except ConfigError as exc:
-        click.secho(str(exc), fg="red", err=True)
+        echo(str(exc), err=True, fg="red")
         ctx.exit(1)
     # Only the tools know their arguments, so this is checked here rather than when the files load.
     problems = runbook_arg_problems(policy.model_copy(update={"runbooks": runbooks}))
@@ -252,10 +260,10 @@ def check_config(ctx: click.Context, path: Path | None) -> None:
     except ValidationError as exc:
         problems += _environment_problems(exc)
     for problem in problems:
-        click.secho(problem, fg="red", err=True)
+        echo(problem, err=True, fg="red")
     if problems:
         ctx.exit(1)
-    click.echo(
+    echo(
         f"{target}: ok – {len(policy.services)} service(s), {len(policy.commands)} command(s), "
         f"{len(policy.config_files)} config root(s), {len(runbooks)} runbook(s)"
     )

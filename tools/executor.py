@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextvars
 import json
 import random
-import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from config.policy import Principal
 from tools import cancel
 from tools.background import Job
 from tools.base import ArgsT, ErrorType, Registry, Tool, ToolResult
+from tools.inert import inert, inert_data
 from tools.redact import redact
 
 # What to do about a tool that did not finish in time: per tool where there is something
@@ -223,27 +223,13 @@ def _from_exception(tool: Tool[Any], exc: BaseException) -> ToolResult:
 def redact_result(result: ToolResult) -> ToolResult:
     """What may leave a tool: JSON-shaped first (a pydantic model in `data` would otherwise pass the
     walk unseen), secrets redacted, terminal control sequences neutralised."""
-    update: dict[str, Any] = {"data": _printable(redact(_jsonable(result.data)))}
+    update: dict[str, Any] = {"data": inert_data(redact(_jsonable(result.data)))}
     if result.error is not None:
         update["error"] = result.error.model_copy(
             update={
-                "message": _printable(redact(result.error.message)),
-                "hint": _printable(redact(result.error.hint)),
+                "message": inert(redact(result.error.message)),
+                "hint": inert(redact(result.error.hint)),
             }
         )
     return result.model_copy(update=update)
 
-
-# C0 and C1 controls but tab and newline: a log line with `ESC ]52;` could otherwise write an
-# engineer's clipboard or clear their terminal when shown.
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def _printable(value: Any) -> Any:
-    if isinstance(value, str):
-        return _CONTROLS.sub(lambda m: f"\\x{ord(m.group(0)):02x}", value)
-    if isinstance(value, dict):
-        return {k: _printable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_printable(v) for v in value]
-    return value

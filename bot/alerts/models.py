@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Strict, ValidationError, model_validator
 
+from tools.inert import inert
+
 MAX_LABELS = 64
 MAX_ANNOTATIONS = 32
 MAX_NAME_CHARS = 128
@@ -165,12 +167,9 @@ def describe(error: ValidationError, what: str) -> str:
     for item in error.errors(include_input=False, include_url=False, include_context=False)[:3]:
         # Paths can hold the payload's own keys (label names): short and printable only, since
         # this text goes back to the sender and into our logs.
-        where = ".".join(_printable(str(part)[:40]) for part in item["loc"]) or "body"
+        where = ".".join(inert(str(part)[:40]) for part in item["loc"]) or "body"
         parts.append(f"{where}: {item['msg']}")
     more = error.error_count() - len(parts)
     text = f"{what}: " + "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
     return text[:MAX_ERROR_CHARS]
 
-
-def _printable(text: str) -> str:
-    return "".join(char if char.isprintable() else "?" for char in text)

@@ -1,11 +1,12 @@
 """The terminal front end: `opsbot chat` (line editing, history, live progress, rendered answers,
 Ctrl-C to give a question up, approvals asked y/N) and the plain output `opsbot ask` prints.
 
-Only what `ask` needs is exposed here; `bot.terminal.session` (ChatSession) is imported when a
-chat starts, so `ask` and direct commands never load prompt_toolkit or rich's markdown."""
+Only what `ask` and the other commands need is exposed here, with what every command writes
+through (`echo`, the log formatter: screen.py); `bot.terminal.session` (ChatSession) is imported
+when a chat starts, so `ask` and direct commands never load prompt_toolkit or rich's markdown."""
 
 from bot.terminal.plain import THINKING_NOTE, PlainProgress
-from bot.terminal.screen import console
+from bot.terminal.screen import InertFormatter, console, echo
 from bot.terminal.user import TERMINAL_USER
 
-__all__ = ["THINKING_NOTE", "TERMINAL_USER", "PlainProgress", "console"]
+__all__ = ["THINKING_NOTE", "TERMINAL_USER", "InertFormatter", "PlainProgress", "console", "echo"]

@@ -19,12 +19,12 @@ from rich.live import Live
 from rich.markdown import Markdown
 from rich.segment import Segment
 from rich.spinner import Spinner
-from rich.text import Text
 
 from bot.answer_stream import AnswerPreview
 from bot.reply import Progress, Step
 from bot.terminal.screen import say
 from bot.terminal.steps import call_line, call_style, started_line
+from tools.inert import inert
 
 REFRESH_PER_SECOND = 8
 # Screen lines the live area leaves free: the step lines above it stay in view.
@@ -39,8 +39,10 @@ class Activity:
     started: float
     spinner: Spinner = field(default_factory=lambda: Spinner("dots", style="cyan"))
 
-    def render(self, now: float) -> Spinner:
-        self.spinner.update(text=Text(f"{self.label} · {now - self.started:.0f}s", style="bright_black"))
+    def render(self, now: float, out: Console) -> Spinner:
+        # The label quotes the model's arguments: made text by the console, which makes it inert.
+        label = out.render_str(f"{self.label} · {now - self.started:.0f}s", style="bright_black", markup=False)
+        self.spinner.update(text=label)
         return self.spinner
 
 
@@ -101,7 +103,7 @@ class LiveProgress(Progress):
         """Clear the live area and print the answer, rendered."""
         self.activities = {}
         self.live.stop()
-        self.console.print(Markdown(answer, style=style or "none"))
+        self.console.print(_markdown(answer, style or "none"))
 
     def stop(self) -> None:
         """Clear the live area without an answer (the run failed or was cancelled)."""
@@ -112,9 +114,17 @@ class LiveProgress(Progress):
         now, text, activities = self.clock(), self.text, self.activities
         parts: list[RenderableType] = []
         if text.strip():
-            parts.append(_Tail(Markdown(text), len(activities) + LIVE_MARGIN))
-        parts += [activity.render(now) for activity in activities.values()]
+            parts.append(_Tail(_markdown(text), len(activities) + LIVE_MARGIN))
+        parts += [activity.render(now, self.console) for activity in activities.values()]
         return Group(*parts)
+
+
+def _markdown(text: str, style: str = "none") -> Markdown:
+    """The model's markdown, parsed from inert text (tools/inert.py): the console makes what the
+    parser writes inert, but the source must be too, or the layout would count an ESC as no column
+    and rich would drop a BEL unseen. A link is shown with where it leads, never as a terminal
+    hyperlink (OSC 8), which shows other text than its target."""
+    return Markdown(inert(text), style=style, hyperlinks=False)
 
 
 class _Tail:
