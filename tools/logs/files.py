@@ -340,16 +340,22 @@ def _first_entry(chunk: Chunk, reach: int) -> int:
 def windows(chunk: Chunk, pattern: Any, begin: int) -> list[tuple[int, int]]:
     """(start, stop) of the stretches of whole entries of `chunk` within CONTEXT_BYTES (or half a
     block, if blocks are smaller) of each place the compiled bytes `pattern` is found from
-    `begin` on, oldest first, none longer than 4 BLOCK_BYTES but for a long entry."""
+    `begin` on, oldest first, none longer than 4 BLOCK_BYTES but for a long entry. A match in a
+    line longer than LONG_LINE_BYTES gets that much of the line around it, as `backwards` cuts
+    such a line into pieces: not the whole chunk (20 MiB, decoded and redacted several times over)."""
     data, reach = chunk.data, min(CONTEXT_BYTES, BLOCK_BYTES // 2)
     found: list[tuple[int, int]] = []
     match = pattern.search(data, begin, chunk.stop)
     while match is not None:
         at = match.start()
-        start = max(chunk.start, data.rfind(b"\n", chunk.start, max(chunk.start, at - reach)) + 1)
-        start = chunk.entry_start(start)
-        stop = data.find(b"\n", min(chunk.stop, at + reach), chunk.stop)
-        stop = chunk.entry_end(chunk.stop if stop == -1 else stop)
+        piece = _long_line_piece(chunk, at, match.end())
+        if piece is not None:
+            start, stop = piece
+        else:
+            start = max(chunk.start, data.rfind(b"\n", chunk.start, max(chunk.start, at - reach)) + 1)
+            start = chunk.entry_start(start)
+            stop = data.find(b"\n", min(chunk.stop, at + reach), chunk.stop)
+            stop = chunk.entry_end(chunk.stop if stop == -1 else stop)
         if found and start <= found[-1][1]:
             if stop - found[-1][0] <= 4 * BLOCK_BYTES:
                 found[-1] = (found[-1][0], stop)
@@ -359,6 +365,19 @@ def windows(chunk: Chunk, pattern: Any, begin: int) -> list[tuple[int, int]]:
             found.append((start, stop))
         match = pattern.search(data, stop + 1, chunk.stop) if stop < chunk.stop else None
     return found
+
+
+def _long_line_piece(chunk: Chunk, at: int, end: int) -> tuple[int, int] | None:
+    """LONG_LINE_BYTES of the line holding `data[at:end]` around it, when the line is longer than
+    that; None otherwise."""
+    data = chunk.data
+    line_start = max(chunk.start, data.rfind(b"\n", chunk.start, at) + 1)
+    line_stop = data.find(b"\n", end, chunk.stop)
+    line_stop = chunk.stop if line_stop == -1 else line_stop
+    if line_stop - line_start <= LONG_LINE_BYTES:
+        return None
+    start = max(line_start, min(at - LONG_LINE_BYTES // 2, line_stop - LONG_LINE_BYTES))
+    return start, min(line_stop, start + LONG_LINE_BYTES)
 
 
 def pieces(chunk: Chunk) -> list[tuple[int, int]]:

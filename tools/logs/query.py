@@ -15,7 +15,16 @@ from tools.logs.args import QueryLogsArgs
 from tools.logs.files import log_files
 from tools.logs.filters import Filters
 from tools.logs.match import LEVELS, REGEX_SEARCH_SECONDS, RegexTooSlow, compile_regex, prefilter_for, shape_of
-from tools.logs.scan import SCAN_SECONDS, Part, Scan, mb, scan_files
+from tools.logs.scan import (
+    ENTRY_HEAD_LINES,
+    ENTRY_TAIL_LINES,
+    MAX_LINE_CHARS,
+    SCAN_SECONDS,
+    Part,
+    Scan,
+    mb,
+    scan_files,
+)
 from tools.logs.sources import JOURNAL_TIMEOUT_S, REAP_GRACE_S, Readers, query_command, query_journal, readers_for
 from tools.logs.stamps import STYLES, stamp_at
 from tools.logs.time import time_arg
@@ -23,11 +32,6 @@ from tools.runner import which
 from tools.text import plural
 
 OUTPUT_BYTES = 16_000
-MAX_LINE_CHARS = 2_000
-# An entry longer than HEAD + TAIL + 1 lines shows its first HEAD lines (the exception and its top
-# frames) and its last TAIL (a Java trace's root cause is its last `Caused by:`).
-ENTRY_HEAD_LINES = 30
-ENTRY_TAIL_LINES = 20
 
 
 def query_logs_tool(policy: Policy, journalctl: str | None = None) -> Tool[QueryLogsArgs]:
@@ -219,8 +223,8 @@ def _filters(args: QueryLogsArgs, service: Service, now: float) -> Filters | Too
 
 def _result(service: str, parts: list[Part], f: Filters, limit: int, with_sources: bool) -> ToolResult:
     scan = parts[0].scan if len(parts) == 1 else _merged(parts, f, limit)
-    found = list(reversed(scan.newest_first))
-    entries, cut = _within_bytes([_shorten(entry) for entry in found], OUTPUT_BYTES)
+    found = list(reversed(scan.newest_first))  # each already shortened as it was kept (Scan.shortened)
+    entries, cut = _within_bytes(found, OUTPUT_BYTES)
     grouped = any("\n" in entry for entry in found)
     notes = [note for part in parts for note in part.notes]
     if grouped:
@@ -232,9 +236,9 @@ def _result(service: str, parts: list[Part], f: Filters, limit: int, with_source
         notes.append(f"older {'entries' if grouped else 'lines'} were left out to stay within {OUTPUT_BYTES:,} bytes")
     if cut:
         notes.append(f"the oldest entry shown was cut to stay within {OUTPUT_BYTES:,} bytes")
-    if any(len(line) > MAX_LINE_CHARS for entry in found for line in entry.split("\n")):
+    if scan.cut_lines:
         notes.append(f"lines longer than {MAX_LINE_CHARS:,} characters were cut")
-    if any(entry.count("\n") > ENTRY_HEAD_LINES + ENTRY_TAIL_LINES for entry in found):
+    if scan.cut_entries:
         notes.append(
             f"entries longer than {ENTRY_HEAD_LINES + ENTRY_TAIL_LINES + 1} lines show their first "
             f"{ENTRY_HEAD_LINES} and last {ENTRY_TAIL_LINES} lines"
@@ -276,6 +280,8 @@ def _merged(parts: list[Part], f: Filters, limit: int) -> Scan:
             keyed.append((when, index, seq, line))
     keyed.sort(key=lambda k: k[:3])
     merged.newest_first = [line for *_, line in reversed(keyed[-limit:])]
+    merged.cut_lines = any(part.scan.cut_lines for part in parts)
+    merged.cut_entries = any(part.scan.cut_entries for part in parts)
     stopped = [part.scan.stopped for part in parts if part.scan.stopped]
     merged.stopped = " and ".join(stopped) if stopped else None
     return merged
@@ -292,20 +298,6 @@ def _summary(scan: Scan, shown: int, read: str, noun: tuple[str, str]) -> str:
     if scan.stopped:
         parts.append(f"; the scan stopped early because {scan.stopped}: narrow with since/until to count further")
     return "".join(parts)
-
-
-def _shorten(entry: str) -> str:
-    lines = entry.split("\n")
-    left_out = len(lines) - ENTRY_HEAD_LINES - ENTRY_TAIL_LINES
-    if left_out > 1:
-        lines = [*lines[:ENTRY_HEAD_LINES], f"…[{left_out:,} more lines of this entry]", *lines[-ENTRY_TAIL_LINES:]]
-    return "\n".join(_short_line(line) for line in lines)
-
-
-def _short_line(line: str) -> str:
-    if len(line) <= MAX_LINE_CHARS:
-        return line
-    return f"{line[:MAX_LINE_CHARS]} …[{len(line) - MAX_LINE_CHARS:,} more characters]"
 
 
 def _within_bytes(entries: list[str], budget: int) -> tuple[list[str], bool]:

@@ -56,6 +56,16 @@ MAX_SCAN_BYTES = 256 * MIB
 NEEDLE_SCAN_BYTES = 1024 * MIB
 SCAN_SECONDS = 5.0
 
+# What the result shows of an entry (query.py): each line up to MAX_LINE_CHARS, and an entry
+# longer than HEAD + TAIL + 1 lines its first HEAD lines (the exception and its top frames) and its
+# last TAIL (a Java trace's root cause is its last `Caused by:`). An entry is cut as the scan
+# keeps it, not when the result is made: a 256 MB line is read as 4 MiB pieces (files.py), and
+# the `limit` newest pieces kept whole held hundreds of MB until the result cut each to 2,000
+# characters (tests/test_resource_bombs.py).
+MAX_LINE_CHARS = 2_000
+ENTRY_HEAD_LINES = 30
+ENTRY_TAIL_LINES = 20
+
 
 @dataclass
 class Part:
@@ -85,17 +95,32 @@ class Scan:
     stopped: str | None = None  # the cap that ended the scan while there was more to read
     past_since: bool = False  # older data is all before `since`: nothing more to read
     out_of_time: bool = False  # the deadline passed in the middle of a block
+    cut_lines: bool = False  # an entry kept had a line longer than MAX_LINE_CHARS
+    cut_entries: bool = False  # an entry kept had more than ENTRY_HEAD_LINES + ENTRY_TAIL_LINES + 1 lines
 
     def match(
         self, text: str, need: int, judged: tuple[Verdict, float], grouping: Grouping
     ) -> tuple[int, list[str], int]:
-        """match_block, stopping the scan with what the block gave so far when time is up."""
+        """match_block, stopping the scan with what the block gave so far when time is up; the
+        entries it gives are shortened as the result shows them."""
         try:
-            return match_block(text, self.f, need, judged, grouping)
+            count, entries, untimed = match_block(text, self.f, need, judged, grouping)
         except OutOfTime as exc:
             self.out_of_time = True
             self.stopped = self.stopped or self.out_of_seconds()
-            return exc.partial
+            count, entries, untimed = exc.partial
+        return count, [self.shortened(entry) for entry in entries], untimed
+
+    def shortened(self, entry: str) -> str:
+        """`entry` as the result shows it (see MAX_LINE_CHARS), noting what was cut."""
+        lines = entry.split("\n")
+        if any(len(line) > MAX_LINE_CHARS for line in lines):
+            self.cut_lines = True
+        left_out = len(lines) - ENTRY_HEAD_LINES - ENTRY_TAIL_LINES
+        if left_out > 1:
+            self.cut_entries = True
+            lines = [*lines[:ENTRY_HEAD_LINES], f"…[{left_out:,} more lines of this entry]", *lines[-ENTRY_TAIL_LINES:]]
+        return "\n".join(_short_line(line) for line in lines)
 
     def out_of_seconds(self) -> str:
         reason = f"it ran for its cap of {SCAN_SECONDS:g} s"
@@ -293,6 +318,12 @@ def _scan_gz(file: LogFile, scan: Scan) -> None:
         except DAMAGE as exc:
             scan.notes.append(f"{file.path.name} is damaged ({exc}); read up to the damage")
     scan.add(count, list(kept), untimed)
+
+
+def _short_line(line: str) -> str:
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    return f"{line[:MAX_LINE_CHARS]} …[{len(line) - MAX_LINE_CHARS:,} more characters]"
 
 
 def mb(size: int) -> str:
