@@ -7,6 +7,7 @@ the environment too, with `__`: `OPSBOT_LOOP__MAX_STEPS=5`.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -106,6 +107,50 @@ class SlackSettings(Strict):
     max_output_chars: int = Field(
         default=2800, ge=200, le=2800, description="direct command output shown in one message (Slack: 3000)"
     )
+    link_domains: frozenset[str] = Field(
+        default=frozenset(),
+        description="host names whose links stay clickable in what opsbot posts, each with its subdomains "
+        "(e.g. grafana.acme.com, wiki.acme.com); any other link in text opsbot did not write (the model's, a "
+        "log line's, an alert's) is posted as plain text, without its query string",
+    )
+
+    @field_validator("link_domains")
+    @classmethod
+    def _link_domains(cls, domains: frozenset[str]) -> frozenset[str]:
+        names = frozenset(host_name(domain) for domain in domains)
+        for name in sorted(names):
+            if "." not in name:
+                # A subdomain of a listed name is listed too: `com` would leave every .com link clickable.
+                raise ValueError(
+                    f"{name!r} is a whole top-level domain, so every host under it would stay clickable; "
+                    f"list your own domain or host, e.g. acme.{name}"
+                )
+        return names
+
+
+_LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)")
+
+
+def host_name(value: str) -> str:
+    """`value` as a host name is compared: lower case, IDNA (punycode), no trailing dot; a
+    ValueError that says what to write instead for anything else (a URL, a path, a port, a wildcard)."""
+    name = value.strip().lower().removesuffix(".")
+    if "://" in name or any(c in name for c in "/?#@:*"):
+        try:
+            host = urlsplit(name if "://" in name else "//" + name.lstrip("*.")).hostname or "its host"
+        except ValueError:  # an unclosed IPv6 bracket, say
+            host = "its host"
+        raise ValueError(
+            f"{value!r} is not a host name; write the host alone, e.g. {host} (its subdomains are included)"
+        )
+    invalid = ValueError(f"{value!r} is not a valid host name (letters, digits and hyphens, dot-separated)")
+    try:
+        name = name.encode("idna").decode("ascii")
+    except UnicodeError as exc:
+        raise invalid from exc
+    if len(name) > 253 or not all(_LABEL.fullmatch(label) for label in name.split(".")):
+        raise invalid
+    return name
 
 
 class AlertSettings(Strict):

@@ -287,7 +287,7 @@ def test_ops_subcommands_work_without_a_model_and_bad_input_gets_usage(make_stac
     assert "checkout" in stack.slack.responses("config")[0]["text"]
     bad = stack.slack.responses("bad")[0]["text"]
     assert "There is no service 'nosuch'" in bad and "Usage" in bad and "Traceback" not in bad
-    assert "/ops <question>" in ack_text(helped) and stack.slack.responses("help") == []
+    assert "/ops &lt;question&gt;" in ack_text(helped) and stack.slack.responses("help") == []
     [answer] = stack.answers("C1", stack.slack.messages("C1")[0]["ts"])
     assert "No model is configured" in answer_text(answer), "a question without a model says how to configure one"
 
@@ -307,7 +307,7 @@ def test_ops_help_or_reset_with_more_words_is_refused_in_the_ack_not_asked(make_
     stack = make_stack(echo())
     for word in ("help", "reset"):
         said = ack_text(stack.command(f"{word} me with checkout", key=word))
-        assert said.startswith(f"`{word}` takes no arguments.\n") and "/ops <question>" in said, said
+        assert said.startswith(f"`{word}` takes no arguments.\n") and "/ops &lt;question&gt;" in said, said
     assert stack.model is not None and stack.model.requests == [] and stack.slack.messages("C1") == []
 
 
@@ -681,7 +681,7 @@ def test_with_redis_down_messages_wait_commands_are_refused_and_help_still_answe
             mention = payloads.app_mention("<@UBOT> anything?")
             assert stack.event(mention).status == 503, "not acked: Slack delivers it again"
             assert "cannot reach its Redis" in ack_text(stack.command("logs checkout", key="logs"))
-            assert "/ops <question>" in ack_text(stack.command("help", key="help"))
+            assert "/ops &lt;question&gt;" in ack_text(stack.command("help", key="help"))
             time.sleep(0.5)
             assert server.requests == [] and slack.replies("C1", mention["ts"]) == [], "nothing said yet"
             own_redis.start()
@@ -734,7 +734,7 @@ def test_socket_mode_envelopes_are_acked_and_answered_once(redis_server, model_s
             command = payloads.slash_command("help", response_url=slack.response_url("sock-help"))
             handler.handle(client, SocketModeRequest(type="slash_commands", envelope_id="env-3", payload=command))
             assert [r.envelope_id for r in client.sent] == ["env-1", "env-2", "env-3"], "every envelope acked"
-            assert "/ops <question>" in (client.sent[2].payload or {})["text"], "help is in the ack"
+            assert "/ops &lt;question&gt;" in (client.sent[2].payload or {})["text"], "help is in the ack"
             assert slack.wait_for(lambda: slack.replies("C1", mention["ts"]), 10)
             time.sleep(0.3)
             [answer] = slack.replies("C1", mention["ts"])

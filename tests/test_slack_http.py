@@ -267,7 +267,7 @@ def test_ops_logs_answer_through_the_response_url_and_help_in_the_ack_without_a_
         status, helped = slash(process, slack, "help", key="help", channel="CLOGS")
         assert status == 200
         ack = json.loads(helped)
-        assert ack["response_type"] == "ephemeral" and "logs <service>" in ack["text"]
+        assert ack["response_type"] == "ephemeral" and "logs &lt;service&gt;" in ack["text"]
 
         assert slack.wait_for(lambda: bool(slack.responses("logs")), 10)
         (logs,) = slack.responses("logs")

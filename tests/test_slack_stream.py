@@ -139,9 +139,10 @@ def test_answer_lines_go_out_together_at_most_once_a_second_below_the_steps(run_
     [step, *appends] = run.streamed()
     assert step.startswith(STEP) and step.endswith("\n")
     # Lines come 0.4 s apart: the first two wait for the third, 1.2 s after the step was shown.
-    assert appends == ["\nline 1\nline 2\nline 3\n", "line 4\nline 5\nline &lt;6&gt;"]
+    # A word goes once it ends (so no URL is split between two appends): the last, never ended, with the stop.
+    assert appends == ["\nline 1\nline 2\nline 3\n", "line 4\nline 5\nline "]
     stop = run.stop()
-    assert streamed(stop) == "", "everything of the answer had streamed"
+    assert streamed(stop) == "&lt;6&gt;"
     assert stop.args["metadata"] == {"event_type": "opsbot_answer", "event_payload": {"job": "job1"}}
     assert [b["type"] for b in stop.args["blocks"]] == ["context", "actions"], "no second copy of the answer"
     [message] = run.replies()
@@ -173,9 +174,10 @@ def test_a_cut_answer_is_completed_by_the_stop_with_the_cut_note(run_with) -> No
     )
 
     assert run.reply.text == f"Checkout fails because payments times out{CUT_ANSWER}"
-    # The continuation came 0.4 s after the first part went out: it waited, and the stop took it with the note.
-    assert run.streamed() == ["Checkout fails beca"]
-    assert streamed(run.stop()) == f"use payments times out{CUT_ANSWER}"
+    # The continuation came 0.4 s after the first part went out: it waited, and the stop took it with
+    # the note. A word goes once it ends, so the cut one waited too (no URL is split between appends).
+    assert run.streamed() == ["Checkout fails "]
+    assert streamed(run.stop()) == f"because payments times out{CUT_ANSWER}"
     [message] = run.replies()
     assert message["text"] == run.reply.text
     assert shown(message).count("payments times out") == 1

@@ -29,6 +29,7 @@ from bot.slack.intake import BotIdentity, Intake
 from bot.slack.janitor import Janitor
 from bot.slack.journal import Journal
 from bot.slack.listeners import actions, commands, events
+from bot.slack.outbound import GuardedClient, Outbound
 from bot.slack.pacing import ChannelPacer, PacedClient, rate_limit_retries
 from bot.slack.principals import Directory
 from bot.slack.runbook_runs import ThreadReporter
@@ -52,7 +53,7 @@ class StartupError(Exception):
 @dataclass
 class SlackApp:
     app: App  # Bolt's, whose client its listeners are given
-    client: PacedClient  # opsbot's own posts: answers, alerts, runs
+    client: GuardedClient  # opsbot's own posts: answers, alerts, runs
     dispatcher: Dispatcher
     pool: WorkerPool
     state: SlackState
@@ -133,9 +134,11 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         process_before_response=True,
     )
     configure_client(app.client, settings)  # Bolt's own, and the one its listeners are given
-    # opsbot's own posts (answers, alerts, runs) go through a client that paces them per channel.
-    client = PacedClient(token=token)
+    # opsbot's own posts (answers, alerts, runs) go through a client that guards what they say
+    # (bot/slack/outbound.py) and paces them per channel. Bolt's client only acks and reads.
+    client = GuardedClient(token=token)
     configure_client(client, settings)
+    client.outbound = Outbound(settings.slack.link_domains)
     identity = _identity(client)
     state = _state(redis_url, settings.slack.drain_lease_s)
     if settings.slack.post_interval_s > 0:
@@ -172,6 +175,7 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         engine,
         directory,
         requeue=lambda job: dispatcher.accept(job, "command", active_ttl_s=settings.memory.ttl_s),
+        outbound=client.outbound,
     )
     dispatcher = Dispatcher(
         state,
@@ -205,7 +209,7 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
     )
     notices = ThreadPoolExecutor(max_workers=2, thread_name_prefix="opsbot-notice")
     events.register(app, intake)
-    commands.register(app, intake)
+    commands.register(app, intake, client.outbound)
     actions.register(
         app,
         requests,

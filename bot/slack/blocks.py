@@ -1,8 +1,9 @@
 """Everything opsbot shows in Slack, as Block Kit: steps, answers, command output, approvals.
 
 Text that comes from the model, tools or people is escaped (`&`, `<`, `>`), so a log line saying
-`<!channel>` cannot page a whole channel, and no text here becomes a link or a mention unless
-opsbot itself wrote it.
+`<!channel>` cannot page a whole channel. opsbot's own Slack syntax (a mention, a date) is marked
+with `own()`: on the way out every payload passes bot/slack/outbound.py, which keeps marked
+syntax and makes everything else plain (links to unlisted hosts included), whatever built it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from bot.approvals import Pending
 from bot.prompts import UNCHECKED
 from bot.reply import Reply, Step
 from bot.slack.alert_groups import GroupView, Member
+from bot.slack.outside import own
 from tools.base import CallStatus
 from tools.redact import redact_text
 from tools.text import cut_middle
@@ -50,7 +52,7 @@ def escape(text: str) -> str:
 
 def mention(user: str) -> str:
     """A mention of a user id opsbot got from Slack itself (never from text)."""
-    return f"<@{user}>" if user.isalnum() else escape(user)
+    return own(f"<@{user}>") if user.isalnum() else escape(user)
 
 
 def status_text(tool: str, args: Any) -> str:
@@ -158,8 +160,9 @@ def approval_blocks(pending: Pending) -> list[Block]:
     return [
         section(what),
         _context(
-            f"Request {pending.id} · expires <!date^{int(pending.expires_at.timestamp())}^{{time}}|at "
-            f"{pending.expires_at:%H:%M} UTC> · only an allowed approver may decide"
+            f"Request {pending.id} · expires "
+            + own(f"<!date^{int(pending.expires_at.timestamp())}^{{time}}|at {pending.expires_at:%H:%M} UTC>")
+            + " · only an allowed approver may decide"
         ),
         {
             "type": "actions",
@@ -202,6 +205,7 @@ def group_blocks(view: GroupView) -> list[Block]:
     lines += [f"*{escape(k)}:* {escape(redact_text(v))}" for k, v in sorted(first.annotations.items())]
     if first.url:
         # Slack's link syntax ends at `|` or `>`: encoded, a URL cannot relabel itself or add a mention.
+        # Not `own()`: the URL is the alert's, so it stays a link only to a host in slack.link_domains.
         lines.append(f"<{quote(first.url, safe=':/?#[]@!$&()*+,;=%~.-_')}|Open in {first.source}>")
     if first.notes:
         lines.append(f"_{escape('; '.join(first.notes))}_")

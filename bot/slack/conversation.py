@@ -13,7 +13,6 @@ from urllib.error import URLError
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
-from slack_sdk.webhook import WebhookClient
 
 from bot import metrics
 from bot.approvals import Approvals, ApprovalsUnavailable, HandBack
@@ -27,6 +26,7 @@ from bot.slack.approval_requests import SlackRequests
 from bot.slack.blocks import ANSWER_EVENT, answer_blocks, context_line, escape, mention, output_blocks
 from bot.slack.delivery import Deferred
 from bot.slack.jobs import Job, ThreadRef
+from bot.slack.outbound import GuardedWebhook, Outbound
 from bot.slack.posting import PostFailed, find_marked, post_once
 from bot.slack.principals import Directory
 from bot.slack.progress import SlackProgress
@@ -53,8 +53,10 @@ class Conversation:
         engine: RunbookEngine,
         directory: Directory,
         requeue: Callable[[Job], object],
+        outbound: Outbound,
     ) -> None:
-        """`requeue` queues a `/ops` question again, in the thread opened for it."""
+        """`requeue` queues a `/ops` question again, in the thread opened for it; `outbound` guards
+        what is said through a job's `response_url`, as `client` guards its posts."""
         self.engine = engine
         self.agent = agent
         self.client = client
@@ -63,6 +65,7 @@ class Conversation:
         self.settings = settings
         self.directory = directory
         self.requeue = requeue
+        self.outbound = outbound
 
     def handle(self, job: Job) -> None:
         """Work on `job`; whatever fails, the person hears about it once. Raises `Deferred` when
@@ -137,7 +140,7 @@ class Conversation:
                 text = with_thread_context(earlier, text)
         if job.response_url:
             reply = _started(self.agent.run(text, job.thread.key, Progress(), job.principal))
-            WebhookClient(job.response_url).send(
+            self._respond(job.response_url).send(
                 text=escape(reply.text), blocks=answer_blocks(reply, job.id), response_type="ephemeral"
             )
         else:
@@ -156,7 +159,7 @@ class Conversation:
         blocks = output_blocks(job.text, output.text, output.ok, self.settings.max_output_chars)
         fallback = escape(output.text[:3000])
         if job.response_url:
-            WebhookClient(job.response_url).send(text=fallback, blocks=blocks, response_type="ephemeral")
+            self._respond(job.response_url).send(text=fallback, blocks=blocks, response_type="ephemeral")
         else:
             thread = job.thread
             post_once(self.client, thread.channel, thread.thread_ts, job.id, fallback, blocks, check_first=job.resumed)
@@ -175,7 +178,7 @@ class Conversation:
             said = f"{mention(job.user)} runs runbook `{escape(request.runbook)}`"
             root = post_once(self.client, thread.channel, None, f"{job.id}:runbook", said, kind="opsbot_question")
             thread = ThreadRef(team=thread.team, channel=thread.channel, thread_ts=root)
-            WebhookClient(job.response_url).send(
+            self._respond(job.response_url).send(
                 text=f"Runbook {request.runbook} started in a thread of this channel.", response_type="ephemeral"
             )
         origin = {**thread.place(), "asked": job.id}
@@ -221,7 +224,7 @@ class Conversation:
         or privately for a job answered through its `response_url`."""
         try:
             if job.response_url:
-                WebhookClient(job.response_url).send(text=escape(text), response_type="ephemeral")
+                self._respond(job.response_url).send(text=escape(text), response_type="ephemeral")
             else:
                 thread = job.thread
                 post_once(
@@ -235,6 +238,9 @@ class Conversation:
                 )
         except _SLACK_FAILURES as exc:
             log.error("could not tell %s about job %s: %s", job.user, job.id, exc)
+
+    def _respond(self, response_url: str) -> GuardedWebhook:
+        return GuardedWebhook(response_url, self.outbound)
 
     def _answered(self, job: Job) -> bool:
         _, found = find_marked(self.client, job.thread.channel, job.thread.thread_ts, job.id, ANSWER_EVENT)

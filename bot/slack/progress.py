@@ -8,6 +8,11 @@ steps go to one steps message updated per step, and the answer is posted below i
 Slack failures here never stop a run: a status or a steps update that fails is skipped; only the
 answer itself is retried (posting.py).
 
+A stream has no switch to turn unfurling off, and each append passes the outbound guard alone
+(bot/slack/outbound.py) while Slack shows them joined: so answer text is appended up to its last
+space or line end (a URL holds no whitespace, so none is split between two appends), and a word
+still being written waits for the next append or the stop.
+
 A stream only grows. Text that streamed as the answer and was not (thinking the model wrote
 without its opening tag, a preview the final answer does not begin with) cannot be taken back
 while it streams, so once the stream is stopped the message is rewritten as the steps and the
@@ -83,8 +88,14 @@ class SlackProgress(Progress):
         new = step_lines(step)
         self.lines.extend(new)
         # Answer text still waiting goes first; with no step lines it waits for the next append or the stop.
+        # Tool calls end what the model wrote before them, so all of it goes; otherwise the answer
+        # may go on (a cut answer continues), so its last word waits.
         lines = "".join(f"{line}\n" for line in new)
-        shown = bool(new) and self.stream_wanted and self._append(self._then(self._unsent(), lines))
+        shown = (
+            bool(new)
+            and self.stream_wanted
+            and self._append(self._then(self._unsent(whole_words=not step.calls), lines))
+        )
         if step.calls:
             # What the model wrote before calling tools stays, as said; the answer is still to come.
             self.preview.clear()
@@ -141,13 +152,15 @@ class SlackProgress(Progress):
         finally:
             self.status("")
 
-    def _unsent(self) -> str:
-        """The answer text not yet streamed, as markdown, now counted as streamed."""
+    def _unsent(self, whole_words: bool = True) -> str:
+        """The answer text not yet streamed, as markdown, now counted as streamed: up to its last
+        whitespace, unless `whole_words` is False (the text is complete)."""
         text = self.preview.text
-        if len(text) == self.sent or len(escape(text)) > MARKDOWN_CHARS:
+        end = max(self.sent, _words_end(text)) if whole_words else len(text)
+        if end == self.sent or len(escape(text)) > MARKDOWN_CHARS:
             return ""  # nothing new, or more than a message holds: the end rewrites it, cut
         gap = "" if self.sent or self.streamer is None else "\n" if self.stream_ends_line else "\n\n"
-        unsent, self.sent = text[self.sent :], len(text)
+        unsent, self.sent = text[self.sent : end], end
         return gap + escape(unsent)
 
     def _then(self, text: str, more: str) -> str:
@@ -189,7 +202,7 @@ class SlackProgress(Progress):
         rest = self.preview.rest(reply.text) if self.preview.text else None
         fits = len(escape(reply.text)) <= MARKDOWN_CHARS
         if rest is not None and fits:
-            markdown, blocks = self._unsent() + escape(rest), answer_footer(reply, self.job.id)
+            markdown, blocks = self._unsent(whole_words=False) + escape(rest), answer_footer(reply, self.job.id)
         else:
             markdown, blocks = "", answer_blocks(reply, self.job.id)
         started = posting.PACING.clock()
@@ -237,6 +250,14 @@ class SlackProgress(Progress):
                 self.client.chat_update(channel=self.channel, ts=self.steps_ts, text=text, blocks=blocks)
         except _SLACK_FAILURES as exc:
             log.info("steps message not updated: %s", _error(exc))
+
+
+def _words_end(text: str) -> int:
+    """Where the word `text` ends with begins: just after its last whitespace."""
+    for index in range(len(text) - 1, -1, -1):
+        if text[index].isspace():
+            return index + 1
+    return 0
 
 
 def _fallback(reply: Reply) -> str:

@@ -1,5 +1,7 @@
 """Buttons: Approve/Deny on approval requests, feedback on answers. Acked at once; deciding, and
-anything said to the clicker, happens on other threads, since it calls Slack."""
+anything said to the clicker, happens on other threads, since it calls Slack: through opsbot's own
+client (`requests.client`, whose payloads pass bot/slack/outbound.py), never the plain one Bolt
+hands its listeners."""
 
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from slack_bolt import Ack, App
-from slack_sdk import WebClient
 
 from bot import metrics
 from bot.approvals import ApprovalsUnavailable
@@ -36,8 +37,9 @@ def register(
     later: Callable[[Callable[[], object]], object],
 ) -> None:
     """`later` runs a short Slack call off the ack path (telling a clicker opsbot is busy)."""
+    client = requests.client
 
-    def decide(approve: bool, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
+    def decide(approve: bool, body: dict[str, Any], action: dict[str, Any]) -> None:
         click = _click(body, action)
         if click is None:
             return
@@ -60,19 +62,19 @@ def register(
             later(lambda: tell(client, click.channel, click.user, busy))
 
     @app.action(APPROVE)
-    def on_approve(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
+    def on_approve(ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
         ack()
         metrics.ack("action")
-        decide(True, body, action, client)
+        decide(True, body, action)
 
     @app.action(DENY)
-    def on_deny(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
+    def on_deny(ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
         ack()
         metrics.ack("action")
-        decide(False, body, action, client)
+        decide(False, body, action)
 
     @app.action(re.compile(f"^{FEEDBACK}_(good|bad)$"))
-    def on_feedback(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
+    def on_feedback(ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
         ack()
         metrics.ack("action")
         click = _click(body, action)

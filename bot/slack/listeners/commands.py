@@ -1,4 +1,5 @@
-"""The `/ops` slash command: queued (or answered, for help and reset) before the ack."""
+"""The `/ops` slash command: queued (or answered, for help and reset) before the ack. What the ack
+says passes bot/slack/outbound.py like every other message (it may echo what was typed)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from slack_bolt import Ack, App
 
 from bot import metrics
 from bot.slack.intake import Intake
+from bot.slack.outbound import Outbound
 
 
-def register(app: App, intake: Intake) -> None:
+def register(app: App, intake: Intake, outbound: Outbound) -> None:
     @app.command("/ops")
     def on_ops(ack: Ack, command: dict[str, Any]) -> None:
         said = intake.command(command)
@@ -18,4 +20,4 @@ def register(app: App, intake: Intake) -> None:
         if said is None:
             ack()
         else:
-            ack(text=said, response_type="ephemeral")
+            ack(outbound.response({"text": said, "response_type": "ephemeral"}))
