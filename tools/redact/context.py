@@ -25,8 +25,10 @@ from tools.redact.markers import MARKER, Kind, harmless, marker
 AWS_NEEDLES = ("aws", "akia", "asia", "abia", "acca", "a3t")
 DOCKER_NEEDLES = ("auth",)
 
-# After a key id (already a marker: shapes run first) or the word `aws`, within the line.
-_THEN_AWS_SECRET = r"[^\r\n]{0,80}?(?<![A-Za-z0-9+/])(?P<secret>[A-Za-z0-9+/]{40})(?![A-Za-z0-9+/=])"
+# After a key id (already a marker: shapes run first) or the word `aws`, within the line. A run
+# that goes on in base64url (`-`, `_`) is no key: a wheel's RECORD line
+# (`aws_attributes.py,sha256=<43 characters>`) holds 40 base64 characters before its first `-`.
+_THEN_AWS_SECRET = r"[^\r\n]{0,80}?(?<![A-Za-z0-9+/_-])(?P<secret>[A-Za-z0-9+/]{40})(?![A-Za-z0-9+/=_-])"
 _AWS_SECRETS = (
     ("[redacted:aws]", re.compile(r"\[REDACTED:aws\]" + _THEN_AWS_SECRET)),
     ("aws", re.compile(r"(?i)(?<!\w)aws(?![a-z])" + _THEN_AWS_SECRET)),

@@ -13,10 +13,13 @@ from tools.redact.markers import Kind
 
 # A glued prefix is allowed (PGPASSWORD, AUTHTOKEN, dbpassword); `pass`, `pwd` and `sig` only as
 # whole words (DB_PASS, dbPass, smtp_pwd, ?sig=), since as substrings they are in bypass,
-# compass, OLDPWD, signal. `app_key`/`application_key` are Datadog's second credential.
+# compass, OLDPWD, signal. `app_key`/`application_key` are Datadog's second credential,
+# `license_key` New Relic's (newrelic.yml), `admin_key` Algolia's, `integration_key` PagerDuty's,
+# `insert_key`/`ingest_key` New Relic's and Honeycomb's.
 SECRET_WORD = (
     r"(?:passw(?:or)?d|passphrase|secret|token|credential|creds|signature"
-    r"|(?:api|access|private|account|signing|encryption|master|client|app|application)[_.-]?key"
+    r"|(?:api|access|private|account|signing|encryption|master|client|app|application|admin|ingest|insert"
+    r"|integration|licen[cs]e)[_.-]?key"
     r"|(?<![a-z])(?:pass|pwd|sig)(?![a-z])|(?-i:Pass|Pwd|Sig)(?![a-z]))"
 )
 _SECRET_WORD_RE = re.compile(SECRET_WORD, re.I)
@@ -85,6 +88,19 @@ def counts(key: str, value: str) -> bool:
 def pair_kind(key: str) -> Kind:
     """`aws` for AWS's own key names, else `secret-value`."""
     return Kind.aws if re.search(r"(?i)aws|secret_?access_?key", key) else Kind.secret_value
+
+
+# Keys that hold a vendor's key in one product and a setting in another: PagerDuty's `routing_key`
+# and `service_key` (Alertmanager's pagerduty_configs) are RabbitMQ's `routing_key: orders.created`
+# too, and Algolia's `search_key` is a search setting elsewhere. Their value is a secret only when
+# it has a key's shape (tools/redact/vendors.py `key_shaped`).
+_SHAPED_KEY = re.compile(r"(?i)(?:routing|service|search)[_.-]?key(?![a-z])")
+
+
+@functools.lru_cache(maxsize=4096)
+def shaped_key(key: str) -> bool:
+    """Whether a key names a vendor's key only if its value has a key's shape."""
+    return _SHAPED_KEY.search(key) is not None and not secret_key(key)
 
 
 # Vendors whose credentials gitleaks recognises only by the vendor's name in the key (its

@@ -1,11 +1,13 @@
 """Kubernetes shapes that span lines: an env entry whose secret's name is the `name` on the line
-above its `value`, and the values of a Secret's `data` and `stringData` (base64 or plain), as
-`kubectl get secret -o yaml|json` prints them and manifests hold them."""
+above its `value`, and every value of a Secret's `data` and `stringData` (base64 or plain), as
+`kubectl get secret -o yaml|json` prints them and manifests hold them: one object, several YAML
+documents, or the items of a `kind: List` (`secret_yaml.py`, `secret_json.py`)."""
 
 from __future__ import annotations
 
 import re
 
+from tools.redact import secret_json, secret_yaml
 from tools.redact.keys import secret_key
 from tools.redact.markers import Kind, harmless, marker
 from tools.redact.pairs import QUOTE, SEPARATOR, VALUE, value_group
@@ -16,22 +18,58 @@ _ENV_PAIR = re.compile(
     rf"{QUOTE}value{SEPARATOR}{VALUE}"
 )
 _ENV_REACH = 300  # how far before a `value` its `name` may be
+_VALUE_REACH = 4_096  # how far after a `value` its value may go, when tried at each `value`
+# Characters per `value`: closer together than this (YAML of `key: value` lines), one pass of the
+# pattern over the text (tried at every position, about 80 ms a megabyte at worst) is cheaper
+# than a try at each; further apart (log text), only the `value`s are looked at.
+_DENSE = 1_000
+_NAMES = ("name", "key")
 
 
 def redact_env_pairs(text: str) -> str:
     lowered = text.lower()
-    if len(lowered) != len(text):
+    count = lowered.count("value")
+    if not count:
+        return text
+    if len(lowered) != len(text) or count * _DENSE > len(text):
+        # Dense, or lower() lengthened a character (İ) and offsets would not line up.
         return _ENV_PAIR.sub(_env_pair, text)
     pieces: list[str] = []
     done = 0
     at = lowered.find("value")
     while at != -1:
-        match = _ENV_PAIR.search(text, max(done, at - _ENV_REACH), at + len("value") + 4_096)
-        if match is not None and match.start() <= at < match.end():
+        match = _pair_at(text, lowered, at, done)
+        if match is not None:
             pieces += [text[done : match.start()], _env_pair(match)]
             done = match.end()
         at = lowered.find("value", max(done, at + 1))
     return "".join(pieces) + text[done:] if pieces else text
+
+
+def _pair_at(text: str, lowered: str, at: int, done: int) -> re.Match[str] | None:
+    """The env pair whose `value` is the one at `at`, if any.
+
+    Its `name` (or `key`) is on the same line or the line before, and only separators and the
+    name's value stand between: the pattern is tried anchored at those words, nearest first. (A
+    search through a window around every `value` cost 2 s for 256 KB of `key: value` lines.)"""
+    line_start = text.rfind("\n", 0, at)
+    start = text.rfind("\n", 0, line_start) + 1 if line_start > 0 else 0
+    start = max(start, done, at - _ENV_REACH)
+    starts = [found for word in _NAMES for found in _occurrences(lowered, word, start, at)]
+    for begin in sorted(starts, reverse=True):
+        match = _ENV_PAIR.match(text, begin, at + len("value") + _VALUE_REACH)
+        if match is not None and at < match.end():
+            return match
+    return None
+
+
+def _occurrences(lowered: str, word: str, start: int, end: int) -> list[int]:
+    found = []
+    at = lowered.find(word, start, end)
+    while at != -1:
+        found.append(at)
+        at = lowered.find(word, at + 1, end)
+    return found
 
 
 def _env_pair(match: re.Match[str]) -> str:
@@ -43,77 +81,15 @@ def _env_pair(match: re.Match[str]) -> str:
 
 # ---------------------------------------------------------------- Secret data
 
-_YAML_KIND = re.compile(r"(?m)^[ \t-]*[\"']?kind[\"']?[ \t]*:[ \t]*[\"']?Secret[\"']?[ \t]*\r?$")
+_YAML_KIND = re.compile(r"(?m)^[ \t-]*[\"']?kind[\"']?[ \t]*:[ \t]*[\"']?Secret[\"']?[ \t]*(?:#[^\n]*)?\r?$")
 _JSON_KIND = re.compile(r"\"kind\"[ \t]*:[ \t]*\"Secret\"")
-_YAML_DATA = re.compile(r"(?m)^(?P<indent>[ \t]*)(?:data|stringData)[ \t]*:[ \t]*\r?$")
-_YAML_ENTRY = re.compile(r"(?P<indent>[ \t]*)(?P<key>[^\s:#][^:\r\n]*?)[ \t]*:(?:[ \t]+(?P<value>[^\r\n]*?))?[ \t]*\r?")
-_JSON_DATA = re.compile(r"\"(?:data|stringData)\"[ \t\r\n]*:[ \t\r\n]*\{")
-_JSON_ENTRY = re.compile(r"(?P<key>\"(?:[^\"\\]|\\.)*\")[ \t\r\n]*:[ \t\r\n]*\"(?P<value>(?:[^\"\\\r\n]|\\.)*)\"")
-_DOCUMENT_START = re.compile(r"(?m)(^---[^\n]*(?:\n|$))")
-_SECRET = marker(Kind.kubernetes_secret)
 
 
 def redact_secret_data(text: str) -> str:
-    """Every value under `data:` / `stringData:` of a text that holds a Secret object."""
+    """Every value under `data:` / `stringData:` of each Secret object a text holds, whatever its
+    key and whatever it looks like; the data of other objects beside it (a ConfigMap) is kept."""
     if _JSON_KIND.search(text):
-        text = _json_data(text)
-    if not _YAML_KIND.search(text):
-        return text
-    # Each YAML document by itself: a ConfigMap beside the Secret keeps its data.
-    documents = _DOCUMENT_START.split(text)
-    return "".join(_yaml_data(part) if _YAML_KIND.search(part) else part for part in documents)
-
-
-def _json_data(text: str) -> str:
-    pieces: list[str] = []
-    done = 0
-    for data in _JSON_DATA.finditer(text):
-        if data.start() < done:
-            continue
-        close = text.find("}", data.end())
-        close = len(text) if close == -1 else close
-        for entry in _JSON_ENTRY.finditer(text, data.end(), close):
-            if harmless(entry.group("value")):
-                continue
-            pieces += [text[done : entry.start("value")], _SECRET]
-            done = entry.end("value")
-    return "".join(pieces) + text[done:] if pieces else text
-
-
-def _yaml_data(text: str) -> str:
-    lines = text.split("\n")
-    changed = False
-    index = 0
-    while index < len(lines):
-        data = _YAML_DATA.fullmatch(lines[index])
-        index += 1
-        if data is None:
-            continue
-        depth = len(data.group("indent"))
-        item_depth: int | None = None
-        while index < len(lines):
-            line = lines[index]
-            indent = len(line) - len(line.lstrip(" \t"))
-            if line.strip() and indent <= depth:
-                break
-            masked = _masked_line(line, indent, item_depth)
-            if masked is not None:
-                lines[index], changed = masked, True
-            entry = _YAML_ENTRY.fullmatch(line)
-            if entry is not None and item_depth is None:
-                item_depth = indent
-            index += 1
-    return "\n".join(lines) if changed else text
-
-
-def _masked_line(line: str, indent: int, item_depth: int | None) -> str | None:
-    """The line under `data:` with its value masked: `key: value` at the items' depth, or the
-    whole line when deeper (the body of a `key: |` block)."""
-    if not line.strip():
-        return None
-    if item_depth is not None and indent > item_depth:
-        return line[:indent] + _SECRET
-    entry = _YAML_ENTRY.fullmatch(line)
-    if entry is None or entry.group("value") is None or harmless(entry.group("value")):
-        return None
-    return line[: entry.start("value")] + _SECRET + line[entry.end("value") :]
+        text = secret_json.redact_data(text)
+    if _YAML_KIND.search(text):
+        text = secret_yaml.redact_data(text)
+    return text

@@ -33,6 +33,7 @@ class Kind(StrEnum):
     twilio = "twilio"
     sendgrid = "sendgrid"
     mailchimp = "mailchimp"
+    mailgun = "mailgun"
     npm = "npm"
     pypi = "pypi"
     rubygems = "rubygems"
@@ -104,6 +105,12 @@ _HARMLESS_VALUE = re.compile(
     r"|process\.env\.\w+"
     r"|\((?:sensitive(?: value)?|known after apply)\)"  # Terraform's plan output masks values so
 )
+
+
+def markers_only(value: str) -> bool:
+    """Whether a value holds nothing left to hide: no text, an empty quoted string, or markers only."""
+    value = value.strip()
+    return value in ("", '""', "''") or _MARKERS_ONLY.fullmatch(value) is not None
 
 
 def harmless(value: str) -> bool:

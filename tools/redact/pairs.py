@@ -22,9 +22,11 @@ from tools.redact.keys import (
     mentions_secret,
     pair_kind,
     secret_key,
+    shaped_key,
     vendor_key,
 )
 from tools.redact.markers import Kind, harmless, marker
+from tools.redact.vendors import key_shaped, vendor_credential
 
 NEEDLES = (*SECRET_NEEDLES, *VENDOR_WORDS, "--", "</")
 
@@ -51,9 +53,6 @@ _KEYED = re.compile(rf"(?i)(?<![\w.-])(?=[\w.-]*?{SECRET_WORD})(?P<key>[\w.-]++)
 _FLAG = re.compile(rf"(?i)--(?<![\w-]--)(?=[\w.-]*?{SECRET_WORD})(?P<key>[\w.-]++)[ \t]++(?!-){VALUE}")
 # `<password>hunter2</password>`
 _ELEMENT = re.compile(rf"(?i)<(?=[\w.:-]*?{SECRET_WORD})(?P<key>[\w.:-]++)>(?P<bare>[^<\r\n]++)(?=</)")
-# A vendor's key (`DATADOG_APP=...`, `sentry: 5f1e...`) holds a credential when its value reads
-# like one: long, random, and no URL or path (`sentry_url: https://...` is a setting).
-_VENDOR_VALUE = re.compile(r"[A-Za-z0-9_=+.-]{16,}")
 
 
 def redact_pairs(text: str) -> str:
@@ -162,7 +161,7 @@ def _replacement(key: str, match: re.Match[str], group: str) -> tuple[int, Kind]
         if harmless(value) or counts(key, value) or _sizes(match, group):
             return None
         return match.start(group), pair_kind(key)
-    if vendor_key(key) and _vendor_credential(value):
+    if (vendor_key(key) and vendor_credential(value)) or (shaped_key(key) and key_shaped(value)):
         return match.start(group), Kind.vendor_key
     return None
 
@@ -170,12 +169,6 @@ def _replacement(key: str, match: re.Match[str], group: str) -> tuple[int, Kind]
 def _sizes(match: re.Match[str], group: str) -> bool:
     # `kubectl describe secret` prints each key's size (`password:  16 bytes`), not its value.
     return group == "bare" and match.group(group).isdigit() and match.string.startswith(" bytes", match.end())
-
-
-def _vendor_credential(value: str) -> bool:
-    if _VENDOR_VALUE.fullmatch(value) is None or harmless(value):
-        return False
-    return sum(c.isdigit() for c in value) >= 2 and any(c.isalpha() for c in value)
 
 
 def _pair(match: re.Match[str]) -> str:

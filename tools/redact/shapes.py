@@ -285,10 +285,17 @@ SHAPES: list[Shape] = [
     ),
     *shapes(
         Kind.newrelic,
-        "gitleaks new-relic-user-api-key, new-relic-insert-key, new-relic-browser-api-token",
-        r"NRAK-[A-Z0-9]{27,}+",
+        "gitleaks new-relic-user-api-key (case-insensitive), new-relic-insert-key, new-relic-browser-api-token",
+        r"NRAK-[A-Za-z0-9]{27,}+",
         r"NRII-[A-Za-z0-9-]{32,}+",
         rf"NRJS-[a-f0-9]{{19,}}+{_AFTER}",
+    ),
+    # Ingest (license) keys issued since 2021: 40 characters, the last four `NRAL`.
+    *shapes(
+        Kind.newrelic,
+        "docs.newrelic.com/docs/apis/intro-apis/new-relic-api-keys/ (license keys)",
+        rf"NRAL{_AFTER}",
+        before=Before(_ALNUM, 36, 36),
     ),
     *shapes(
         Kind.sentry,
@@ -321,6 +328,13 @@ SHAPES: list[Shape] = [
         "gitleaks mailchimp-api-key; detect-secrets MailchimpDetector",
         rf"-us\d{{1,2}}{_AFTER}",
         before=Before(_HEX, 32, 32),
+    ),
+    # Mailgun's private API keys before 2019: `key-` and 32 lower-case letters and digits.
+    *shapes(
+        Kind.mailgun,
+        "gitleaks mailgun-private-api-token; trufflehog mailgun; documentation.mailgun.com (authentication)",
+        rf"key-[a-z0-9]{{32}}{_AFTER}",
+        before=Before(not_after=_WORD | {"-", "."}),
     ),
     *shapes(Kind.jwt, "gitleaks jwt; RFC 7519", r"eyJ[0-9A-Za-z_-]{8,}+\.eyJ[0-9A-Za-z_-]{8,}+\.[0-9A-Za-z_-]*+"),
 ]

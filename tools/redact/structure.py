@@ -10,10 +10,19 @@ from __future__ import annotations
 from typing import Any
 
 from tools.redact.headers import authorization_value
-from tools.redact.keys import AUTHORIZATION_KEYS, STRUCTURE_ONLY_KEYS, counts, pair_kind, secret_key
-from tools.redact.markers import Kind, harmless, marker
+from tools.redact.keys import (
+    AUTHORIZATION_KEYS,
+    STRUCTURE_ONLY_KEYS,
+    counts,
+    pair_kind,
+    secret_key,
+    shaped_key,
+    vendor_key,
+)
+from tools.redact.markers import Kind, harmless, marker, markers_only
 from tools.redact.shapes import SHAPES
 from tools.redact.text import redact_text
+from tools.redact.vendors import key_shaped, vendor_credential
 
 
 def redact(value: Any) -> Any:
@@ -55,7 +64,7 @@ def _walk_dict(mapping: dict[Any, Any], texts: bool) -> dict[Any, Any]:
             walked: Any = {}
             for data_key, value in item.items():
                 shown_data_key = redact_text(data_key) if texts and isinstance(data_key, str) else data_key
-                walked[_unique(walked, shown_data_key)] = _hidden(value, Kind.kubernetes_secret)
+                walked[_unique(walked, shown_data_key)] = _secret_data(value)
         else:
             key_name = named if named is not None and key in ("value", "Value") else shown[key]
             walked = _under_key(key_name, item, texts) if isinstance(key_name, str) else _walk(item, texts)
@@ -89,15 +98,19 @@ def _kubernetes_secret(mapping: dict[Any, Any]) -> bool:
     return mapping.get("kind") == "Secret"
 
 
-def _hidden(value: Any, kind: Kind) -> Any:
-    if value is None or isinstance(value, bool) or (isinstance(value, str) and harmless(value)):
+def _secret_data(value: Any) -> Any:
+    """A value of a Secret's data, hidden whatever it looks like: a path, `true` or `${X}` there
+    is the secret itself, nothing refers to it. Only what holds nothing stays."""
+    if value is None or (isinstance(value, str) and markers_only(value)):
         return value
-    return marker(kind)
+    return marker(Kind.kubernetes_secret)
 
 
 def _under_key(key: str, value: Any, texts: bool) -> Any:
     if isinstance(value, str) and key.lower() in AUTHORIZATION_KEYS:
         return redact_text(authorization_value(value)) if texts else authorization_value(value)
+    if isinstance(value, str) and _vendor_value(key, value):
+        return marker(Kind.vendor_key)
     if not (secret_key(key) or key.lower() in STRUCTURE_ONLY_KEYS) or isinstance(value, bool) or value is None:
         return _walk(value, texts)
     if isinstance(value, list | tuple):
@@ -108,6 +121,14 @@ def _under_key(key: str, value: Any, texts: bool) -> Any:
             return _walk(value, texts)
         return marker(_value_kind(key, text))
     return _walk(value, texts)
+
+
+def _vendor_value(key: str, value: str) -> bool:
+    """A vendor's key under its vendor's name (`DATADOG_APP`) or a name it shares with settings
+    (`routing_key`), judged as `key = value` text is (tools/redact/pairs.py)."""
+    if secret_key(key):
+        return False
+    return (vendor_key(key) and vendor_credential(value)) or (shaped_key(key) and key_shaped(value))
 
 
 def _value_kind(key: str, value: str) -> Kind:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import ahocorasick
 
-from tools.redact import context, headers, kubernetes, pairs, pem, urls
+from tools.redact import context, headers, kubernetes, pairs, pem, urls, vendors
 from tools.redact.shapes import SHAPES
 
 
@@ -49,6 +49,7 @@ LINE_RULES: tuple[Rule, ...] = (
     Rule("curl -u user:password", context.USER_FLAG_NEEDLES, context.redact_user_flags),
     Rule("secret key pairs", pairs.NEEDLES, pairs.redact_pairs),
     Rule("random value after a secret word", context.WORD_NEEDLES, context.redact_after_words),
+    Rule("vendor key after its vendor's name", vendors.NEEDLES, vendors.redact_near_vendors),
 )
 
 
