@@ -16,10 +16,10 @@ from pathlib import Path
 import click
 from pydantic import ValidationError
 
+from bot.agent import Progress
+from bot.agent.prompts import UNCHECKED, no_model_text
 from bot.build import build_agent
 from bot.commands import Question, decide, run_command
-from bot.prompts import UNCHECKED, no_model_text
-from bot.reply import Progress
 from bot.terminal import TERMINAL_USER, InertFormatter, PlainProgress, console, echo
 from bot.version import VERSION
 from config.check import ConfigError
@@ -28,8 +28,7 @@ from config.sample_env import prepare_sample
 from config.settings import SAMPLE_CONFIG, Settings, load_file_config
 from tools.base import ToolResult
 from tools.catalog import runbook_arg_problems
-from tools.logs import log_files
-from tools.logs.time import TIME_HINT, time_arg
+from tools.logs import TIME_HINT, log_files, time_arg
 
 EXIT_CONFIG = 2
 EXIT_NO_ANSWER = 3
@@ -213,8 +212,8 @@ def audit(ctx: click.Context, since: str, thread: str | None, as_json: bool) -> 
     start = time_arg("--since", since, UTC, time.time())
     if isinstance(start, ToolResult):
         raise click.BadParameter(TIME_HINT, param_hint="--since")
-    from bot.audit import RedisAudit
-    from bot.redis_client import REDIS_ERRORS, connect, describe
+    from bot.redis.client import REDIS_ERRORS, connect, describe
+    from bot.telemetry.audit import RedisAudit
 
     try:
         entries = list(RedisAudit(connect(settings.redis_url), settings.audit.ttl_s).read(start, thread))

@@ -28,9 +28,9 @@ from enum import StrEnum
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from bot.loop import Agent
+from bot.agent import Agent
+from bot.agent.prompts import busy_text, memory_unavailable_text
 from bot.memory import MemoryUnavailable, ThreadBusy
-from bot.prompts import busy_text, memory_unavailable_text
 from config.policy import Policy, Principal
 from tools.base import ErrorType, ToolResult
 from tools.commands import ApprovalRequest

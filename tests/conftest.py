@@ -9,11 +9,11 @@ import httpcore2
 import pytest
 from redis.backoff import NoBackoff
 
-from bot import redis_client
+from bot.agent import Agent
 from bot.llm import ModelClient
-from bot.loop import Agent
 from bot.memory import InProcessMemory, Memory
-from bot.memory_redis import RedisMemory
+from bot.memory.redis import RedisMemory
+from bot.redis import client as redis_client
 from bot.slack import alerts as slack_alerts
 from bot.slack import posting
 from config.settings import SAMPLE_CONFIG, LoopLimits, MemorySettings, Settings

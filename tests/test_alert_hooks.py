@@ -33,6 +33,7 @@ from bot.alerts import (
     Alert,
     AlertAuth,
     AlertHooks,
+    AlertQueue,
     BadPayload,
     parse_alertmanager,
     parse_pagerduty,
@@ -40,7 +41,6 @@ from bot.alerts import (
 )
 from bot.alerts.alertmanager import MAX_ALERTS
 from bot.alerts.models import MAX_ANNOTATION_CHARS, MAX_LABEL_VALUE_CHARS, MAX_LABELS
-from bot.alerts.queue import AlertQueue
 from tests.fakes.mutations import one_value_swapped
 from tests.fakes.redis_server import RedisServer, free_port
 

@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.alerts.alertmanager import parse_alertmanager
-from bot.alerts.models import Alert
+from bot.alerts import Alert, parse_alertmanager
 from bot.slack.blocks import LISTED_ALERTS
 from config.settings import AlertSettings
 from tests.fakes import slack_payloads as payloads

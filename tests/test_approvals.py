@@ -26,7 +26,7 @@ from bot.approvals import (
     RedisApprovalStore,
     Verdict,
 )
-from bot.audit import AuditRecord
+from bot.telemetry.audit import AuditRecord
 from config.policy import Command, Gate, Policy, Principal
 from config.settings import Settings
 from tests.fakes.redis_server import RedisServer

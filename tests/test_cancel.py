@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 
-from bot.loop import Agent
+from bot.agent import Agent, Progress, StopReason
+from bot.agent.prompts import CANCELLED_NOTE
 from bot.memory import Memory
-from bot.prompts import CANCELLED_NOTE
-from bot.reply import Progress, StopReason
 from config.policy import Command, Policy
 from config.settings import Settings
 from tests.fakes.model_server import Call, ModelServer, Reply, tool_results

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bot.prompts import CUT_ANSWER, UNCHECKED
+from bot.agent.prompts import CUT_ANSWER, UNCHECKED
 from bot.terminal import THINKING_NOTE
 from config.settings import SAMPLE_CONFIG
 from tests.fakes.model_server import Call, ModelServer, Reply, script, tool_results

@@ -98,9 +98,9 @@ def test_reset_forgets_the_thread(model_server, make_agent, memory):
 
 
 def test_reset_with_redis_down_says_so(own_redis, model_server, sample):
+    from bot.agent import Agent
     from bot.llm import ModelClient
-    from bot.loop import Agent
-    from bot.memory_redis import RedisMemory
+    from bot.memory.redis import RedisMemory
     from config.settings import MemorySettings
 
     server = model_server(lambda body: Reply(content="answered"))

@@ -22,7 +22,7 @@ from slack_bolt.adapter.socket_mode.internals import run_bolt_app, send_response
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
-from bot.redis_client import connect
+from bot.redis.client import connect
 from bot.slack.app import PARKED_AT_EXIT
 from bot.slack.delivery import Dispatcher, WorkerPool
 from bot.slack.janitor import Janitor

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from bot.eval import RESULTS_VERSION, EvalReport
 from bot.eval.fixture import build, dated
-from bot.eval.results import RESULTS_VERSION, EvalReport
 from bot.eval.suite import KINDS, load_suite
 from tests.fakes.model_server import Call, ModelServer, Reply, tool_results
 from tools.catalog import ops_tools

@@ -1,5 +1,6 @@
 """The import graph of bot/, tools/ and config/: arrows point down (bot -> tools -> config), no
-module reaches itself through imports, and no module imports its own package's __init__.
+module reaches itself through imports, no module imports its own package's __init__, and from
+outside a package with a face (an `__all__`) imports go through that face.
 
 Every import counts, in functions and under TYPE_CHECKING too: a circle hidden in a function is
 still a circle, only one that breaks at run time instead of at import time."""
@@ -177,6 +178,55 @@ def test_no_module_imports_its_own_package() -> None:
 
 
 # ---------------------------------------------------------------- the checks themselves
+
+
+# Modules imported by name from outside their package on purpose (ARCHITECTURE.md): the loop's
+# words, which front ends use piecemeal, and what is imported only when Redis or a chat is used.
+BY_NAME = {"bot.agent.prompts", "bot.agent.answer_stream", "bot.memory.redis", "bot.terminal.session"}
+
+
+def faces(root: Path) -> set[str]:
+    """The packages whose __init__.py is a face: it says what it exposes (`__all__`)."""
+    return {
+        name
+        for name, path in modules(root).items()
+        if path.name == "__init__.py" and "__all__" in path.read_text(encoding="utf-8")
+    }
+
+
+def past_faces(named: Graph, root: Path) -> list[str]:
+    """Imports from outside a package with a face that name one of its modules instead."""
+    with_faces = faces(root)
+    return sorted(
+        f"{a} -> {b}"
+        for a, targets in named.items()
+        for b in targets
+        if b not in BY_NAME
+        for package in _ancestors(b)
+        if package in with_faces and not a.startswith(package + ".") and a != package
+    )
+
+
+def test_outside_a_package_imports_go_through_its_face() -> None:
+    named, _ = graph(ROOT)
+    assert past_faces(named, ROOT) == []
+
+
+def test_an_import_past_a_face_is_named(tmp_path: Path) -> None:
+    _tree(
+        tmp_path,
+        {
+            "tools/__init__.py": "",
+            "tools/pkg/__init__.py": "from tools.pkg.inner import thing\n__all__ = ['thing']\n",
+            "tools/pkg/inner.py": "thing = 1\n",
+            "tools/user.py": "from tools.pkg.inner import thing\n",
+            "tools/polite.py": "from tools.pkg import thing\n",
+            "config/__init__.py": "",
+            "bot/__init__.py": "",
+        },
+    )
+    named, _ = graph(tmp_path)
+    assert past_faces(named, tmp_path) == ["tools.user -> tools.pkg.inner"]
 
 
 def _tree(root: Path, files: dict[str, str]) -> None:

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from bot.agent import Agent
 from bot.llm import ModelClient, Protocol
-from bot.loop import Agent
 from bot.memory import InProcessMemory
 from config.settings import LoopLimits, Settings
 from tests.fakes.checks import openai_error

@@ -635,8 +635,8 @@ def test_a_write_command_stops_the_loop_for_a_person_and_the_model_answers_witho
 
 
 def test_any_object_with_the_model_methods_is_a_model(memory) -> None:
+    from bot.agent import Agent
     from bot.llm import ModelTurn, Usage
-    from bot.loop import Agent
 
     class Scripted:
         max_answer_tokens = 100

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bot.agent import Agent
 from bot.llm import ModelClient
-from bot.loop import Agent
 from bot.memory import Memory
 from config.settings import LoopLimits, MemorySettings
 from tests.fakes.checks import assert_well_paired

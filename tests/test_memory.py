@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 import redis
 
+from bot.agent import Agent
 from bot.llm import ModelClient
-from bot.loop import Agent
 from bot.memory import InProcessMemory, Memory, ThreadBusy
-from bot.memory_redis import RedisMemory
+from bot.memory.redis import RedisMemory
 from bot.messages import Block, Message, ToolCallSpec
-from bot.redis_client import connect
+from bot.redis.client import connect
 from config.settings import LoopLimits, MemorySettings, Settings
 from tests.fakes.clock import SkippingClock
 from tests.fakes.model_server import Call, ModelServer, Reply, is_summary_request, tool_results

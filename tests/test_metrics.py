@@ -26,16 +26,15 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
-from bot import metrics
-from bot.alerts.hooks import AlertAuth, AlertHooks
+from bot.agent import Agent, StopReason
+from bot.alerts import AlertAuth, AlertHooks
 from bot.llm import ModelClient
-from bot.loop import Agent
 from bot.memory import InProcessMemory
-from bot.memory_redis import RedisMemory
-from bot.reply import StopReason
+from bot.memory.redis import RedisMemory
 from bot.slack.app import StartupError
 from bot.slack.serving import serve_metrics
-from bot.web import WebApp
+from bot.telemetry import metrics
+from bot.web.server import WebApp
 from config.settings import SAMPLE_CONFIG, LoopLimits, Settings
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Call, ModelServer, Reply, has_tools, script

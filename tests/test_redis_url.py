@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from bot.redis_client import describe
+from bot.redis.client import describe
 from config.redis_url import RedisTarget, parse_redis_url
 from config.settings import SAMPLE_CONFIG, Settings
 

@@ -24,7 +24,6 @@ from bot.approvals import (
     Pending,
     RedisApprovalStore,
 )
-from bot.audit import AuditRecord
 from bot.runbooks import (
     InProcessRunStore,
     RedisRunStore,
@@ -39,6 +38,7 @@ from bot.runbooks import (
     fill,
     fill_text,
 )
+from bot.telemetry.audit import AuditRecord
 from config.policy import Access, Condition, Policy, Principal, Runbook
 from config.settings import Settings
 from tests.fakes.redis_server import RedisServer, free_port

@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
+from bot.agent import Agent
 from bot.llm import ModelClient
-from bot.loop import Agent
 from bot.memory import InProcessMemory
 from config.policy import Command, ConfigRoot, Policy, Service
 from config.settings import LoopLimits

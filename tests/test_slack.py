@@ -17,7 +17,7 @@ from slack_sdk.socket_mode.client import BaseSocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
-from bot.prompts import UNCHECKED
+from bot.agent.prompts import UNCHECKED
 from bot.slack.app import build_slack_app
 from config.policy import Command, Policy
 from config.settings import MemorySettings
@@ -587,8 +587,8 @@ def test_a_write_command_waits_for_an_approver_and_the_agent_goes_on_with_its_re
 
 
 def test_an_approved_write_leaves_its_whole_story_in_the_audit_trail(make_stack, sample) -> None:
-    from bot.audit import RedisAudit
-    from bot.redis_client import connect
+    from bot.redis.client import connect
+    from bot.telemetry.audit import RedisAudit
 
     stack = make_stack(restart_then_echo(), policy=approvers_policy(sample.policy))
     mention, message = restart_asked(stack, "<@UBOT> restart checkout please")

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from slack_sdk.errors import SlackApiError
 
-from bot.alerts.models import Alert
+from bot.alerts import Alert
 from bot.slack.blocks import escape, mention, section
 from bot.slack.outbound import Outbound
 from bot.slack.outside import Outside, own

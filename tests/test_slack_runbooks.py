@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.alerts.alertmanager import parse_alertmanager
-from bot.alerts.models import Alert
-from bot.alerts.pagerduty import parse_pagerduty
+from bot.alerts import Alert, parse_alertmanager, parse_pagerduty
 from config.policy import Policy, Runbook
 from config.settings import AlertSettings
 from tests.fakes import slack_payloads as payloads

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from slack_sdk import WebClient
 
+from bot.agent import Agent
+from bot.agent import Reply as RunReply
+from bot.agent.prompts import CUT_ANSWER, UNCHECKED
 from bot.llm import ModelClient
-from bot.loop import Agent
 from bot.memory import InProcessMemory
-from bot.prompts import CUT_ANSWER, UNCHECKED
-from bot.reply import Reply as RunReply
 from bot.slack.blocks import THINKING_NOTE
 from bot.slack.jobs import Job, ThreadRef
 from bot.slack.progress import SlackProgress

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.reply import CallRecord, Step, StepDecision
+from bot.agent import CallRecord, Step, StepDecision
 from bot.slack.blocks import step_lines
 from config.policy import Access, Command, ConfigRoot, Policy, Principal, Service
 from config.settings import Settings

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from bot.agent import Agent
+from bot.agent.summary import KEEP_FRACTION, blocks_to_fold
+from bot.agent.tokens import CHARS_PER_TOKEN, blocks_tokens, estimate_tokens
 from bot.llm import ModelClient
-from bot.loop import Agent
 from bot.memory import Memory
-from bot.memory_redis import RedisMemory
+from bot.memory.redis import RedisMemory
 from bot.messages import Block, Message, ToolCallSpec
-from bot.summary import KEEP_FRACTION, blocks_to_fold
-from bot.tokens import CHARS_PER_TOKEN, blocks_tokens, estimate_tokens
 from config.settings import LoopLimits, MemorySettings, Settings
 from tests.fakes.model_server import Call, Reply, has_tools, is_summary_request, tool_results
 from tests.fakes.redis_server import RedisServer

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.prompts import CANCELLED_NOTE
+from bot.agent.prompts import CANCELLED_NOTE
 from config.settings import SAMPLE_CONFIG
 from tests.corpus.secrets import KINDS, leaks
 from tests.fakes.model_server import Call, ModelServer, Reply, tool_results

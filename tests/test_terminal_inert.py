@@ -26,8 +26,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from bot.audit import AuditRecord, RedisAudit
 from bot.cli import main
+from bot.telemetry.audit import AuditRecord, RedisAudit
 from config.settings import SAMPLE_CONFIG
 from tests.corpus.terminal import ACTIVE, NO_NUL, SEQUENCES, leaked, lines, unseen
 from tests.fakes.model_server import Call, ModelServer, Reply, tool_results

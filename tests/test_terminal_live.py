@@ -9,7 +9,7 @@ import io
 
 from rich.console import Console
 
-from bot.reply import CallRecord, Step, StepDecision
+from bot.agent import CallRecord, Step, StepDecision
 from bot.terminal.live import LIVE_MARGIN, LiveProgress
 from tools.base import CallStatus
 

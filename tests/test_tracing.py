@@ -19,8 +19,8 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from bot import tracing
-from bot.reply import StopReason
+from bot.agent import StopReason
+from bot.telemetry import tracing
 from tests.fakes.model_server import Call, ModelServer, Reply, script
 from tests.fakes.serve_process import ROOT, base_env
 from tests.fakes.waiting import until
@@ -127,7 +127,7 @@ def test_without_the_endpoint_opentelemetry_is_never_imported(model_server: Call
 import sys
 import bot.cli
 from bot.llm import ModelClient
-from bot.loop import Agent
+from bot.agent import Agent
 from bot.memory import InProcessMemory
 from config.settings import SAMPLE_CONFIG, Settings
 from tools.catalog import ops_tools
@@ -136,7 +136,7 @@ client = ModelClient(model="scripted", base_url={server.base_url!r}, max_retries
 agent = Agent(client, InProcessMemory(), ops_tools(Settings.load(SAMPLE_CONFIG).policy))
 reply = agent.run("how is checkout?")
 assert reply.stop_reason.value == "answered" and len(reply.steps) == 2, reply
-assert "bot.tracing" in sys.modules and "redis" not in sys.modules
+assert "bot.telemetry.tracing" in sys.modules and "redis" not in sys.modules
 print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
 """
     env = {k: v for k, v in base_env().items() if not k.startswith("OTEL_")}

@@ -8,14 +8,17 @@ from bot.alerts.alertmanager import parse_alertmanager
 from bot.alerts.hooks import ALERTMANAGER_PATH, PAGERDUTY_PATH, AlertAuth, AlertHooks
 from bot.alerts.models import Alert, BadPayload
 from bot.alerts.pagerduty import parse_pagerduty, verify_signature
+from bot.alerts.queue import ALIVE_TTL_S, AlertQueue
 
 __all__ = [
     "ALERTMANAGER_PATH",
-    "PAGERDUTY_PATH",
+    "ALIVE_TTL_S",
     "Alert",
     "AlertAuth",
     "AlertHooks",
+    "AlertQueue",
     "BadPayload",
+    "PAGERDUTY_PATH",
     "parse_alertmanager",
     "parse_pagerduty",
     "verify_signature",

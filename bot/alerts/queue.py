@@ -10,7 +10,7 @@ that stopped refreshing left in its list goes back to the queue (`requeue_orphan
 from __future__ import annotations
 
 from bot.alerts.models import Alert
-from bot.redis_client import RedisClient
+from bot.redis.client import RedisClient
 
 _TAKE = """
 for i = 2, #KEYS do

@@ -6,11 +6,11 @@ and hands the outcome back to whoever waits. Front ends only show requests and f
 """
 
 from bot.approvals.requests import Claim, Decision, HandBack, Pending, Verdict
+from bot.approvals.rules import deciders_of
 from bot.approvals.service import KEEP_AFTER_EXPIRY_S, Approvals, View, Waiting
 from bot.approvals.store import ApprovalStore, ApprovalsUnavailable, InProcessApprovalStore, RedisApprovalStore
 
 __all__ = [
-    "KEEP_AFTER_EXPIRY_S",
     "ApprovalStore",
     "Approvals",
     "ApprovalsUnavailable",
@@ -18,9 +18,11 @@ __all__ = [
     "Decision",
     "HandBack",
     "InProcessApprovalStore",
+    "KEEP_AFTER_EXPIRY_S",
     "Pending",
     "RedisApprovalStore",
     "Verdict",
     "View",
     "Waiting",
+    "deciders_of",
 ]

@@ -24,11 +24,11 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from bot import metrics
 from bot.approvals import rules
 from bot.approvals.requests import Claim, Decision, HandBack, Pending, Verdict
 from bot.approvals.store import ApprovalStore
-from bot.audit import Audit, AuditRecord, Kind, LoggedAudit, who
+from bot.telemetry import metrics
+from bot.telemetry.audit import Audit, AuditRecord, Kind, LoggedAudit, who
 from config.policy import Gate, Policy, Principal
 from tools.base import ErrorType, ToolResult
 from tools.commands import ApprovalRequest, run_approved

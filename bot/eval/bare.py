@@ -11,8 +11,8 @@ import json
 import time
 from typing import Any
 
+from bot.agent.prompts import SYSTEM_PROMPT
 from bot.eval.results import CallSeen, Transcript
-from bot.prompts import SYSTEM_PROMPT
 from tools.base import ErrorType, Registry, ToolResult
 from tools.executor import Executor, RetryPolicy, ToolCall
 from tools.redact import redact_text

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bot.agent import Agent
 from bot.build import build_model
 from bot.eval.bare import BareLoop
 from bot.eval.fixture import build
@@ -17,7 +18,6 @@ from bot.eval.report import LOOPS, summarize
 from bot.eval.results import CallSeen, EvalReport, Loop, ScenarioRun, Transcript
 from bot.eval.suite import Scenario, Suite
 from bot.eval.watch import Watch
-from bot.loop import Agent
 from bot.memory import InProcessMemory
 from bot.version import VERSION
 from config.settings import Settings

@@ -7,7 +7,17 @@ comes), turns.py (what a call comes to)."""
 from bot.llm.client import ModelClient
 from bot.llm.model import Model
 from bot.llm.protocols import Protocol
+from bot.llm.shaping import unique_ids
 from bot.llm.streaming import TextSink
 from bot.llm.turns import ModelTurn, ModelUnavailable, Usage
 
-__all__ = ["Model", "ModelClient", "ModelTurn", "ModelUnavailable", "Protocol", "TextSink", "Usage"]
+__all__ = [
+    "Model",
+    "ModelClient",
+    "ModelTurn",
+    "ModelUnavailable",
+    "Protocol",
+    "TextSink",
+    "Usage",
+    "unique_ids",
+]

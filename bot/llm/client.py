@@ -26,7 +26,6 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from bot import metrics, tracing
 from bot.llm.protocols import Protocol, TextReply, read, render, speaks_react
 from bot.llm.reasoning import reasoning_field, split_thinking
 from bot.llm.shaping import template_safe, unique_ids
@@ -34,6 +33,7 @@ from bot.llm.streaming import Assembled, TextSink, assemble
 from bot.llm.textcalls import calls_in_text
 from bot.llm.turns import ModelTurn, ModelUnavailable, Usage
 from bot.messages import ToolCallSpec
+from bot.telemetry import metrics, tracing
 from tools.cancel import Cancelled
 from tools.redact import redact_text
 

@@ -7,14 +7,17 @@ engine. Nothing here knows about Slack.
 """
 
 from bot.runbooks.engine import MAX_STEPS, Explainer, Reporter, RunbookEngine, RunRefused, runbook_digest
+from bot.runbooks.explain import model_explainer
 from bot.runbooks.records import RunRecord, RunStatus, StepKind, StepRecord, StepStatus
+from bot.runbooks.recovery import Recovery
 from bot.runbooks.store import InProcessRunStore, RedisRunStore, RunStore, RunStoreUnavailable
 from bot.runbooks.templates import TemplateError, condition_holds, fill, fill_text
 
 __all__ = [
-    "MAX_STEPS",
     "Explainer",
     "InProcessRunStore",
+    "MAX_STEPS",
+    "Recovery",
     "RedisRunStore",
     "Reporter",
     "RunRecord",
@@ -30,5 +33,6 @@ __all__ = [
     "condition_holds",
     "fill",
     "fill_text",
+    "model_explainer",
     "runbook_digest",
 ]

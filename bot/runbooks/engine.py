@@ -37,12 +37,12 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
-from bot import metrics
 from bot.approvals import Approvals, Decision, HandBack, Pending, Verdict
-from bot.audit import Audit, AuditRecord, LoggedAudit, who
 from bot.runbooks.records import RunRecord, StepKind, StepRecord
 from bot.runbooks.store import RunStore, RunStoreUnavailable, RunUnreadable
 from bot.runbooks.templates import TemplateError, condition_holds, fill, fill_text
+from bot.telemetry import metrics
+from bot.telemetry.audit import Audit, AuditRecord, LoggedAudit, who
 from config.policy import END, ApprovalStep, BranchStep, ExplainStep, Policy, Principal, Runbook, ToolStep
 from tools.base import ErrorType, ToolResult
 from tools.commands import ApprovalRequest

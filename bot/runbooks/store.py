@@ -26,9 +26,9 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from bot import metrics
-from bot.redis_client import REDIS_ERRORS, RedisClient, connect, describe_client
+from bot.redis.client import REDIS_ERRORS, RedisClient, connect, describe_client
 from bot.runbooks.records import UNFINISHED, RunRecord
+from bot.telemetry import metrics
 
 DEFAULT_TTL_S = 7 * 24 * 3600
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from bot.alerts.models import Alert
-from bot.redis_client import RedisClient
+from bot.alerts import Alert
+from bot.redis.client import RedisClient
 from bot.slack.jobs import ThreadRef
 
 GROUP_TTL_S = 7 * 24 * 3600

@@ -36,17 +36,16 @@ from collections.abc import Callable
 
 from slack_sdk import WebClient
 
-from bot import metrics
-from bot.alerts.models import Alert
-from bot.alerts.queue import ALIVE_TTL_S, AlertQueue
-from bot.prompts import alert_first_look
-from bot.redis_client import REDIS_ERRORS, RedisClient
-from bot.runbooks.engine import RunbookEngine, RunRefused
+from bot.agent.prompts import alert_first_look
+from bot.alerts import ALIVE_TTL_S, Alert, AlertQueue
+from bot.redis.client import REDIS_ERRORS, RedisClient
+from bot.runbooks import RunbookEngine, RunRefused
 from bot.slack.alert_groups import AlertGroups, Claim
 from bot.slack.blocks import escape, group_blocks
 from bot.slack.delivery import WorkerPool
 from bot.slack.jobs import Job, ThreadRef
 from bot.slack.posting import post_once, post_or_log, replace
+from bot.telemetry import metrics
 from config.policy import Policy, Principal, Runbook, Trigger
 from config.settings import AlertSettings
 from tools.redact import redact_text

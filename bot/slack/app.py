@@ -13,14 +13,11 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
+from bot.agent import Agent
 from bot.approvals import Approvals, HandBack, RedisApprovalStore
 from bot.build import build_agent
-from bot.loop import Agent
-from bot.redis_client import REDIS_ERRORS, connect, describe
-from bot.runbooks.engine import RunbookEngine
-from bot.runbooks.explain import model_explainer
-from bot.runbooks.recovery import Recovery
-from bot.runbooks.store import RedisRunStore
+from bot.redis.client import REDIS_ERRORS, connect, describe
+from bot.runbooks import Recovery, RedisRunStore, RunbookEngine, model_explainer
 from bot.slack.alerts import AlertRouter
 from bot.slack.approval_requests import SlackRequests, ThreadContinuations
 from bot.slack.conversation import Conversation

@@ -12,10 +12,10 @@ import json
 from typing import Any
 from urllib.parse import quote
 
-from bot.alerts.models import Alert
+from bot.agent import Reply, Step
+from bot.agent.prompts import UNCHECKED
+from bot.alerts import Alert
 from bot.approvals import Pending
-from bot.prompts import UNCHECKED
-from bot.reply import Reply, Step
 from bot.slack.alert_groups import GroupView, Member
 from bot.slack.outside import own
 from tools.base import CallStatus

@@ -14,14 +14,12 @@ from urllib.error import URLError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot import metrics
+from bot.agent import Agent, Progress, Reply, StopReason
+from bot.agent.prompts import with_thread_context
 from bot.approvals import Approvals, ApprovalsUnavailable, HandBack
 from bot.commands import DirectCommand, Question, RunbookRequest, run_command
-from bot.loop import Agent
-from bot.prompts import with_thread_context
-from bot.redis_client import REDIS_ERRORS
-from bot.reply import Progress, Reply, StopReason
-from bot.runbooks.engine import RunbookEngine, RunRefused
+from bot.redis.client import REDIS_ERRORS
+from bot.runbooks import RunbookEngine, RunRefused
 from bot.slack.approval_requests import SlackRequests
 from bot.slack.blocks import ANSWER_EVENT, answer_blocks, context_line, escape, mention, output_blocks
 from bot.slack.delivery import Deferred
@@ -30,6 +28,7 @@ from bot.slack.outbound import GuardedWebhook, Outbound
 from bot.slack.posting import PostFailed, find_marked, post_once
 from bot.slack.principals import Directory
 from bot.slack.progress import SlackProgress
+from bot.telemetry import metrics
 from config.settings import SlackSettings
 from tools.commands import ApprovalRequest
 from tools.redact import redact_text

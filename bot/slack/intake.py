@@ -9,12 +9,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from bot import metrics
 from bot.commands import USAGE, Builtin, Decision, NotACommand, Question, decide
 from bot.memory import Memory, MemoryUnavailable
-from bot.redis_client import REDIS_ERRORS
+from bot.redis.client import REDIS_ERRORS
 from bot.slack.delivery import Dispatcher
 from bot.slack.jobs import Job, ThreadRef
+from bot.telemetry import metrics
 from config.policy import Policy
 from config.settings import SlackSettings
 

@@ -17,10 +17,10 @@ import threading
 import time
 from collections.abc import Callable
 
-from bot import metrics
-from bot.redis_client import REDIS_ERRORS
-from bot.redis_watch import Persistence, persistence, server_ids
+from bot.redis.client import REDIS_ERRORS
+from bot.redis.watch import Persistence, persistence, server_ids
 from bot.slack.delivery import Dispatcher
+from bot.telemetry import metrics
 
 log = logging.getLogger("opsbot.slack")
 

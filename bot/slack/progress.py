@@ -32,8 +32,8 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.chat_stream import ChatStream
 
-from bot.answer_stream import AnswerPreview
-from bot.reply import Progress, Reply, Step
+from bot.agent import Progress, Reply, Step
+from bot.agent.answer_stream import AnswerPreview
 from bot.slack import posting
 from bot.slack.blocks import (
     MARKDOWN_CHARS,

@@ -16,7 +16,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bot.approvals import Approvals, Pending
-from bot.runbooks.records import RunRecord, StepRecord
+from bot.runbooks import RunRecord, StepRecord
 from bot.slack.approval_requests import SlackRequests
 from bot.slack.blocks import Block, escape, section, step_blocks
 from bot.slack.jobs import ThreadRef

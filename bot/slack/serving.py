@@ -19,10 +19,11 @@ from slack_bolt.adapter.socket_mode import SocketModeHandler
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_sdk.errors import SlackApiError
 
-from bot import metrics, tracing
-from bot.alerts.hooks import AlertAuth, AlertHooks
+from bot.alerts import AlertAuth, AlertHooks
 from bot.slack.app import SlackApp, StartupError, app_token, build_slack_app
-from bot.web import SlackEvents, WebApp, serve
+from bot.slack.requests import SlackEvents
+from bot.telemetry import metrics, tracing
+from bot.web.server import WebApp, serve
 from config.settings import Settings
 
 

@@ -17,11 +17,10 @@ from types import FrameType
 
 from rich.console import Console
 
-from bot.approvals import Approvals, Decision, HandBack, InProcessApprovalStore, Pending, Verdict
-from bot.approvals.rules import deciders_of
-from bot.audit import Audit
+from bot.agent.prompts import approval_outcome
+from bot.approvals import Approvals, Decision, HandBack, InProcessApprovalStore, Pending, Verdict, deciders_of
 from bot.commands import render_result
-from bot.prompts import approval_outcome
+from bot.telemetry.audit import Audit
 from bot.terminal.prompt import Prompter
 from bot.terminal.screen import say
 from config.policy import Policy, Principal

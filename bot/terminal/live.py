@@ -20,8 +20,8 @@ from rich.markdown import Markdown
 from rich.segment import Segment
 from rich.spinner import Spinner
 
-from bot.answer_stream import AnswerPreview
-from bot.reply import Progress, Step
+from bot.agent import Progress, Step
+from bot.agent.answer_stream import AnswerPreview
 from bot.terminal.screen import say
 from bot.terminal.steps import call_line, call_style, started_line
 from tools.inert import inert

@@ -9,8 +9,8 @@ from typing import Any
 
 from rich.console import Console
 
-from bot.answer_stream import AnswerPreview
-from bot.reply import Progress, Step
+from bot.agent import Progress, Step
+from bot.agent.answer_stream import AnswerPreview
 from bot.terminal.screen import say
 from bot.terminal.steps import call_line, call_style, started_line
 

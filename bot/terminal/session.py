@@ -13,10 +13,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from bot.agent import Agent, Reply, StopReason
+from bot.agent.prompts import UNCHECKED, no_model_text
 from bot.commands import CommandOutput, Question, decide, run_command
-from bot.loop import Agent
-from bot.prompts import UNCHECKED, no_model_text
-from bot.reply import Reply, StopReason
 from bot.terminal.approvals import TerminalApprovals
 from bot.terminal.completion import LEAVE, completer
 from bot.terminal.history import history_path

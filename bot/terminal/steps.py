@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bot.reply import CallRecord
+from bot.agent import CallRecord
 from tools.base import CallStatus
 
 

@@ -1,6 +1,6 @@
 """Figures for the agent loop, measured against the scripted model server (`make bench`).
 
-A script, not a test (pytest does not collect it). It uses the real `bot.loop.Agent`, the real
+A script, not a test (pytest does not collect it). It uses the real `bot.agent.loop.Agent`, the real
 `openai` client over HTTP against `tests/fakes/model_server.ModelServer`, and a real throwaway
 `redis-server` (`tests/fakes/redis_server.RedisServer`) in a temporary directory.
 
@@ -31,12 +31,12 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bot.agent.loop import Agent  # noqa: E402
 from bot.llm import ModelClient  # noqa: E402
 from bot.llm.shaping import template_safe  # noqa: E402
 from bot.llm.streaming import Assembled  # noqa: E402
-from bot.loop import Agent  # noqa: E402
 from bot.memory import InProcessMemory, Memory  # noqa: E402
-from bot.memory_redis import RedisMemory  # noqa: E402
+from bot.memory.redis import RedisMemory  # noqa: E402
 from config.settings import SAMPLE_CONFIG, LoopLimits, MemorySettings, Settings  # noqa: E402
 from tests.fakes.model_server import (  # noqa: E402
     Call,

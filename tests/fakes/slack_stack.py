@@ -14,11 +14,11 @@ import redis
 from slack_bolt.request import BoltRequest
 from slack_bolt.response import BoltResponse
 
+from bot.agent import Agent
 from bot.build import build_audit
 from bot.llm import ModelClient
-from bot.loop import Agent
-from bot.memory_redis import RedisMemory
-from bot.redis_client import RedisClient
+from bot.memory.redis import RedisMemory
+from bot.redis.client import RedisClient
 from bot.slack.app import SlackApp, build_slack_app
 from config.policy import Policy
 from config.settings import AlertSettings, LoopLimits, MemorySettings, Settings, SlackSettings

@@ -13,9 +13,8 @@ from typing import Any, NamedTuple
 
 from slack_bolt import Ack, App
 
-from bot import metrics
 from bot.approvals import ApprovalsUnavailable
-from bot.redis_client import REDIS_ERRORS
+from bot.redis.client import REDIS_ERRORS
 from bot.runbooks import RunStoreUnavailable
 from bot.slack.approval_requests import SlackRequests
 from bot.slack.blocks import APPROVE, DENY, FEEDBACK
@@ -23,6 +22,7 @@ from bot.slack.delivery import WorkerPool
 from bot.slack.posting import tell
 from bot.slack.principals import Directory
 from bot.slack.state import SlackState
+from bot.telemetry import metrics
 
 log = logging.getLogger("opsbot.feedback")
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import time
 
-from bot.reply import Progress
-from tools.redact import redact_text
-from tools.redact.pem import might_be_key_material
+from bot.agent.reply import Progress
+from tools.redact import might_be_key_material, redact_text
 
 
 class AnswerLines:

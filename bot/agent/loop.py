@@ -21,18 +21,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot import metrics, tracing
-from bot.answer_stream import AnswerLines
-from bot.audit import Audit, AuditRecord, LoggedAudit, who
-from bot.budget import CallBudget, Refusal
-from bot.context import fit_prompt
-from bot.findings import findings_text
-from bot.guards import LoopGuard, Verdict, call_key, canonical_arguments
-from bot.llm import Model, ModelTurn, ModelUnavailable, Usage
-from bot.llm.shaping import unique_ids
-from bot.memory import Memory, MemoryUnavailable, ThreadBusy, ThreadState
-from bot.messages import Block, Message
-from bot.prompts import (
+from bot.agent.answer_stream import AnswerLines
+from bot.agent.budget import CallBudget, Refusal
+from bot.agent.context import fit_prompt
+from bot.agent.findings import findings_text
+from bot.agent.guards import LoopGuard, Verdict, call_key, canonical_arguments
+from bot.agent.prompts import (
     CANCELLED_NOTE,
     CUT_ANSWER,
     SYSTEM_PROMPT,
@@ -49,9 +43,14 @@ from bot.prompts import (
     stopped_text,
     unsaved_answer_note,
 )
-from bot.reply import CallRecord, Progress, Reply, Step, StepDecision, StopReason
-from bot.summary import blocks_to_fold, write_summary
-from bot.tokens import CHARS_PER_TOKEN
+from bot.agent.reply import CallRecord, Progress, Reply, Step, StepDecision, StopReason
+from bot.agent.summary import blocks_to_fold, write_summary
+from bot.agent.tokens import CHARS_PER_TOKEN
+from bot.llm import Model, ModelTurn, ModelUnavailable, Usage, unique_ids
+from bot.memory import Memory, MemoryUnavailable, ThreadBusy, ThreadState
+from bot.messages import Block, Message
+from bot.telemetry import metrics, tracing
+from bot.telemetry.audit import Audit, AuditRecord, LoggedAudit, who
 from config.policy import Principal
 from config.settings import LoopLimits, MemorySettings
 from tools.base import ErrorType, Registry, Tool, brief

@@ -18,10 +18,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bot import metrics
-from bot.memory import MemoryUnavailable, ThreadBusy, ThreadState, first_turn_start
+from bot.memory.base import MemoryUnavailable, ThreadBusy, ThreadState, first_turn_start
 from bot.messages import Block
-from bot.redis_client import REDIS_ERRORS, RedisClient, connect, describe
+from bot.redis.client import REDIS_ERRORS, RedisClient, connect, describe
+from bot.telemetry import metrics
 
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end

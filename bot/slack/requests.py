@@ -1,12 +1,11 @@
-"""opsbot's HTTP face: Slack's Events API at /slack/events, alert webhooks at /hooks/, /healthz and
-/metrics (Prometheus), served by waitress.
+"""Slack's requests over HTTP, checked before anything parses them (`POST /slack/events`, routed
+here by bot/web/server.py).
 
-A plain WSGI router. In front of Bolt's WSGI adapter, `SlackEvents` checks every Slack request
-before anything parses it, because Bolt parses the body before it checks the signature (so a
-stranger's malformed body used to get a 500): the body is read up to a cap, its signature is
-checked on the raw bytes, and it must be what its Content-Type says and shaped like a Slack
-payload. Only then does Bolt get it, and it verifies again. The health check says whether Redis
-answers, so a load balancer stops sending to a process that cannot keep its promises.
+In front of Bolt's WSGI adapter, `SlackEvents` checks every Slack request because Bolt parses
+the body before it checks the signature (so a stranger's malformed body used to get a 500): the
+body is read up to a cap, its signature is checked on the raw bytes, and it must be what its
+Content-Type says and shaped like a Slack payload. Only then does Bolt get it, and it verifies
+again. Refusals are logged on `opsbot.web`, with the rest of what the HTTP face answers.
 """
 
 from __future__ import annotations
@@ -14,33 +13,25 @@ from __future__ import annotations
 import io
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 from urllib.parse import parse_qsl
 
-import waitress
 from pydantic import SecretStr
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_bolt.adapter.wsgi.http_request import WsgiHttpRequest
 from slack_bolt.adapter.wsgi.http_response import WsgiHttpResponse
 from slack_sdk.signature import SignatureVerifier
 
-from bot import metrics
-from bot.wsgi_body import BodyRefused, read_body
-from config.settings import HttpSettings
+from bot.web.body import BodyRefused, read_body
 
 if TYPE_CHECKING:
-    from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
+    from wsgiref.types import StartResponse, WSGIEnvironment
 
 log = logging.getLogger("opsbot.web")
 
-Health = Callable[[], dict[str, Any]]
-
 # Slack's payloads are a few KiB; a megabyte is generous and still cheap to hold and hash.
 MAX_BODY_BYTES = 1 << 20
-# waitress reads a whole body before the app sees it: this bounds what any request makes it buffer,
-# above the endpoints' own caps, so their refusals are the ones answered and logged.
-MAX_REQUEST_BYTES = 2 * MAX_BODY_BYTES
 # Slack refuses requests signed more than five minutes ago, and so does slack_sdk's verifier.
 SIGNATURE_WINDOW_S = 300
 JSON = "application/json"
@@ -48,29 +39,6 @@ FORM = "application/x-www-form-urlencoded"
 # What Slack sends with every slash command: a body without one of them was cut short.
 COMMAND_FIELDS = ("command", "text", "team_id", "channel_id", "user_id", "response_url", "trigger_id")
 _PLAIN: dict[str, Sequence[str]] = {"content-type": ["text/plain; charset=utf-8"]}
-
-
-class WebApp:
-    def __init__(self, slack: WSGIApplication, health: Health, hooks: WSGIApplication | None = None) -> None:
-        self.slack = slack
-        self.health = health
-        self.hooks = hooks  # the alert webhooks, when any is configured
-
-    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
-        path = environ.get("PATH_INFO", "")
-        if path == "/healthz":
-            report = self.health()
-            status = "200 OK" if report.get("ok") else "503 Service Unavailable"
-            return _json(start_response, status, report)
-        if path == "/metrics":
-            body, content_type = metrics.exposition()
-            start_response("200 OK", [("Content-Type", content_type), ("Content-Length", str(len(body)))])
-            return [body]
-        if path == "/slack/events":
-            return self.slack(environ, start_response)
-        if path.startswith("/hooks/") and self.hooks is not None:
-            return self.hooks(environ, start_response)
-        return _json(start_response, "404 Not Found", {"ok": False, "error": f"nothing at {path}"})
 
 
 class _Refused(Exception):
@@ -245,27 +213,3 @@ def _ok() -> WsgiHttpResponse:
 
 def _peer(environ: WSGIEnvironment) -> str:
     return str(environ.get("REMOTE_ADDR", "?"))
-
-
-def serve(app: WebApp, port: int, sizing: HttpSettings) -> None:
-    server = waitress.create_server(
-        app,
-        host="0.0.0.0",
-        port=port,
-        threads=sizing.threads,
-        backlog=sizing.backlog,
-        connection_limit=sizing.connection_limit,
-        ident="opsbot",
-        max_request_body_size=MAX_REQUEST_BYTES,
-    )
-    # waitress logs "Task queue depth is N" for every request that waits for a thread: a burst of
-    # webhooks is a line per request. How many wait is a gauge of /metrics instead.
-    logging.getLogger("waitress.queue").setLevel(logging.ERROR)
-    metrics.watch_http_waiting(lambda: len(server.task_dispatcher.queue))
-    server.run()
-
-
-def _json(start_response: StartResponse, status: str, body: dict[str, Any]) -> list[bytes]:
-    data = json.dumps(body).encode()
-    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
-    return [data]

@@ -25,7 +25,7 @@ from config.policy import Principal
 from tools.redact import redact
 
 if TYPE_CHECKING:
-    from bot.redis_client import RedisClient
+    from bot.redis.client import RedisClient
 
 log = logging.getLogger("opsbot.audit")
 
@@ -96,7 +96,7 @@ class RedisAudit(LoggedAudit):
         self.clock = clock
 
     def record(self, entry: AuditRecord) -> None:
-        from bot.redis_client import REDIS_ERRORS
+        from bot.redis.client import REDIS_ERRORS
 
         super().record(entry)
         oldest = int((self.clock() - self.ttl_s) * 1000)

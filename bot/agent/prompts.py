@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+from bot.agent.reply import Step, StopReason
 from bot.llm import ModelUnavailable
 from bot.messages import Message
-from bot.reply import Step, StopReason
 from config.settings import LoopLimits
 from tools.base import ErrorType, ToolResult
 

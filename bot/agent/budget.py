@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.guards import call_key
-from bot.prompts import over_run_cap, over_step_cap
+from bot.agent.guards import call_key
+from bot.agent.prompts import over_run_cap, over_step_cap
 from config.settings import LoopLimits
 from tools.base import ToolResult
 from tools.executor import Outcome, ToolCall

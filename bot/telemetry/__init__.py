@@ -1,0 +1,1 @@
+"""opsbot's own view of itself: Prometheus metrics, OpenTelemetry traces, the audit trail."""
