@@ -20,7 +20,7 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_ROOT_USER_ACTION=ignore
 WORKDIR /src
-# Only what the wheel is made of (pyproject.toml: packages bot*, tools*, config*; the readme).
+# Only what the wheel is made of (pyproject.toml: package-dir bot, tools, config; the readme).
 COPY pyproject.toml README.md ./
 COPY bot ./bot
 COPY tools ./tools

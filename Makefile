@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 chat: $(STAMP)
 	$(BIN)/opsbot chat
 
-test: $(STAMP)
+test: $(STAMP) .typecheck/opsbot
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
@@ -35,5 +35,10 @@ bench-faults: $(STAMP)
 bench-soak: $(STAMP)
 	$(BIN)/python tests/bench/bench_soak.py
 
+# mypy reads the `opsbot` package through these links (pyproject.toml, [tool.mypy]).
+.typecheck/opsbot:
+	mkdir -p $@
+	for part in bot tools config; do ln -sfn ../../$$part $@/$$part; done
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) .typecheck build *.egg-info

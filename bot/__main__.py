@@ -1,3 +1,3 @@
-from bot.cli import main
+from .cli import main
 
 main()

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from bot.agent import Agent
-from bot.llm import ModelClient, Protocol
-from bot.memory import InProcessMemory, Memory
-from bot.telemetry.audit import Audit, LoggedAudit, RedisAudit
-from config.settings import Settings
-from tools.base import Registry
-from tools.catalog import ops_tools
+from ..config.settings import Settings
+from ..tools.base import Registry
+from ..tools.catalog import ops_tools
+from .agent import Agent
+from .llm import ModelClient, Protocol
+from .memory import InProcessMemory, Memory
+from .telemetry.audit import Audit, LoggedAudit, RedisAudit
 
 
 def build_model(settings: Settings) -> ModelClient | None:
@@ -31,7 +31,7 @@ def build_model(settings: Settings) -> ModelClient | None:
 def build_memory(settings: Settings) -> Memory:
     if settings.redis_url:
         # Only here: redis-py is a tenth of a second of imports a terminal without Redis never needs.
-        from bot.memory.redis import RedisMemory
+        from .memory.redis import RedisMemory
 
         return RedisMemory(settings.redis_url, ttl_s=settings.memory.ttl_s)
     return InProcessMemory(ttl_s=settings.memory.ttl_s)
@@ -40,7 +40,7 @@ def build_memory(settings: Settings) -> Memory:
 def build_audit(settings: Settings) -> Audit:
     """Audit records on their logger, and with Redis kept there for `audit.ttl_s` as well."""
     if settings.redis_url:
-        from bot.redis.client import connect
+        from .redis.client import connect
 
         return RedisAudit(connect(settings.redis_url), settings.audit.ttl_s)
     return LoggedAudit()

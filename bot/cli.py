@@ -16,19 +16,19 @@ from pathlib import Path
 import click
 from pydantic import ValidationError
 
-from bot.agent import Progress
-from bot.agent.prompts import UNCHECKED, no_model_text
-from bot.build import build_agent
-from bot.commands import Question, decide, run_command
-from bot.terminal import TERMINAL_USER, InertFormatter, PlainProgress, console, echo
-from bot.version import VERSION
-from config.check import ConfigError
-from config.runbooks import load_runbooks
-from config.sample_env import prepare_sample
-from config.settings import SAMPLE_CONFIG, Settings, load_file_config
-from tools.base import ToolResult
-from tools.catalog import runbook_arg_problems
-from tools.logs import TIME_HINT, log_files, time_arg
+from ..config.check import ConfigError
+from ..config.runbooks import load_runbooks
+from ..config.sample_env import prepare_sample
+from ..config.settings import SAMPLE_CONFIG, Settings, load_file_config
+from ..tools.base import ToolResult
+from ..tools.catalog import runbook_arg_problems
+from ..tools.logs import TIME_HINT, log_files, time_arg
+from .agent import Progress
+from .agent.prompts import UNCHECKED, no_model_text
+from .build import build_agent
+from .commands import Question, decide, run_command
+from .terminal import TERMINAL_USER, InertFormatter, PlainProgress, console, echo
+from .version import VERSION
 
 EXIT_CONFIG = 2
 EXIT_NO_ANSWER = 3
@@ -86,7 +86,7 @@ def _environment_problems(exc: ValidationError) -> list[str]:
 @click.pass_context
 def chat(ctx: click.Context, thread: str, plain: bool) -> None:
     """Talk to opsbot in this terminal. Each step is shown as it happens; Ctrl-C gives a question up."""
-    from bot.terminal.session import ChatSession  # prompt_toolkit and rich's markdown: only for a chat
+    from .terminal.session import ChatSession  # prompt_toolkit and rich's markdown: only for a chat
 
     settings = _settings(ctx)
     agent = build_agent(settings)
@@ -142,7 +142,7 @@ def eval_(ctx: click.Context, suite: str, runs: int, json_path: Path | None, mar
     """Run incident scenarios against the configured model: opsbot's loop beside a bare loop."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from bot.eval import SuiteError, evaluate, load_suite, markdown, tables
+    from .eval import SuiteError, evaluate, load_suite, markdown, tables
 
     # Only the model settings matter: every scenario brings its own environment.
     path: Path | None = ctx.obj
@@ -176,8 +176,8 @@ def eval_(ctx: click.Context, suite: str, runs: int, json_path: Path | None, mar
 @click.pass_context
 def serve(ctx: click.Context, http: bool, port: int) -> None:
     """Serve Slack: Socket Mode (SLACK_APP_TOKEN), or HTTP with --http (SLACK_SIGNING_SECRET)."""
-    from bot.slack.app import SlackApp, StartupError
-    from bot.slack.serving import serve_slack
+    from .slack.app import SlackApp, StartupError
+    from .slack.serving import serve_slack
 
     settings = _settings(ctx)
     logging.getLogger("opsbot").setLevel(logging.INFO)
@@ -212,8 +212,8 @@ def audit(ctx: click.Context, since: str, thread: str | None, as_json: bool) -> 
     start = time_arg("--since", since, UTC, time.time())
     if isinstance(start, ToolResult):
         raise click.BadParameter(TIME_HINT, param_hint="--since")
-    from bot.redis.client import REDIS_ERRORS, connect, describe
-    from bot.telemetry.audit import RedisAudit
+    from .redis.client import REDIS_ERRORS, connect, describe
+    from .telemetry.audit import RedisAudit
 
     try:
         entries = list(RedisAudit(connect(settings.redis_url), settings.audit.ttl_s).read(start, thread))

@@ -28,14 +28,14 @@ from enum import StrEnum
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from bot.agent import Agent
-from bot.agent.prompts import busy_text, memory_unavailable_text
-from bot.memory import MemoryUnavailable, ThreadBusy
-from config.policy import Policy, Principal
-from tools.base import ErrorType, ToolResult
-from tools.commands import ApprovalRequest
-from tools.executor import ToolCall
-from tools.logs import Level, misspelling_of, parse_level
+from ..config.policy import Policy, Principal
+from ..tools.base import ErrorType, ToolResult
+from ..tools.commands import ApprovalRequest
+from ..tools.executor import ToolCall
+from ..tools.logs import Level, misspelling_of, parse_level
+from .agent import Agent
+from .agent.prompts import busy_text, memory_unavailable_text
+from .memory import MemoryUnavailable, ThreadBusy
 
 USAGE = """Direct commands (no model needed):
   services                         what can be looked at: services, commands, config files

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from config.check import ConfigError, Located, Problem, load_yaml_model
-from config.policy import STEP_TAGS, Policy, Runbook, ToolStep, template_of
+from .check import ConfigError, Located, Problem, load_yaml_model
+from .policy import STEP_TAGS, Policy, Runbook, ToolStep, template_of
 
 
 def load_runbooks(directory: Path, policy: Policy) -> dict[str, Runbook]:

@@ -15,10 +15,10 @@ from urllib.parse import urlsplit
 from pydantic import ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from config.check import load_yaml_model
-from config.policy import Policy, Strict
-from config.redis_url import parse_redis_url
-from config.runbooks import load_runbooks
+from .check import load_yaml_model
+from .policy import Policy, Strict
+from .redis_url import parse_redis_url
+from .runbooks import load_runbooks
 
 SAMPLE_CONFIG = Path(__file__).parent / "sample" / "opsbot.yaml"
 

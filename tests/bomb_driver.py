@@ -22,10 +22,10 @@ import sys
 import time
 from typing import Any
 
-from config.policy import Policy
-from tools.base import Registry
-from tools.catalog import ops_tools
-from tools.executor import Executor, RetryPolicy, ToolCall
+from opsbot.config.policy import Policy
+from opsbot.tools.base import Registry
+from opsbot.tools.catalog import ops_tools
+from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
 
 # RetryPolicy's own default: what a tool without a timeout of its own (query_logs on files,
 # read_config) gets in production. No retries: one call is measured.

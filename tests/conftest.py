@@ -9,18 +9,18 @@ import httpcore2
 import pytest
 from redis.backoff import NoBackoff
 
-from bot.agent import Agent
-from bot.llm import ModelClient
-from bot.memory import InProcessMemory, Memory
-from bot.memory.redis import RedisMemory
-from bot.redis import client as redis_client
-from bot.slack import alerts as slack_alerts
-from bot.slack import posting
-from config.settings import SAMPLE_CONFIG, LoopLimits, MemorySettings, Settings
+from opsbot.bot.agent import Agent
+from opsbot.bot.llm import ModelClient
+from opsbot.bot.memory import InProcessMemory, Memory
+from opsbot.bot.memory.redis import RedisMemory
+from opsbot.bot.redis import client as redis_client
+from opsbot.bot.slack import alerts as slack_alerts
+from opsbot.bot.slack import posting
+from opsbot.config.settings import SAMPLE_CONFIG, LoopLimits, MemorySettings, Settings
+from opsbot.tools.catalog import ops_tools
 from tests.fakes.clock import SkippingClock
 from tests.fakes.model_server import ModelServer, Policy
 from tests.fakes.redis_server import ClusterSetup, RedisServer, SentinelSetup
-from tools.catalog import ops_tools
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from pydantic import SecretStr, ValidationError
 from waitress import wasyncore
 
-from bot.alerts import (
+from opsbot.bot.alerts import (
     Alert,
     AlertAuth,
     AlertHooks,
@@ -39,8 +39,8 @@ from bot.alerts import (
     parse_pagerduty,
     verify_signature,
 )
-from bot.alerts.alertmanager import MAX_ALERTS
-from bot.alerts.models import MAX_ANNOTATION_CHARS, MAX_LABEL_VALUE_CHARS, MAX_LABELS
+from opsbot.bot.alerts.alertmanager import MAX_ALERTS
+from opsbot.bot.alerts.models import MAX_ANNOTATION_CHARS, MAX_LABEL_VALUE_CHARS, MAX_LABELS
 from tests.fakes.mutations import one_value_swapped
 from tests.fakes.redis_server import RedisServer, free_port
 

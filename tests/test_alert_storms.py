@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from bot.alerts import Alert, parse_alertmanager
-from bot.slack.blocks import LISTED_ALERTS
-from config.settings import AlertSettings
+from opsbot.bot.alerts import Alert, parse_alertmanager
+from opsbot.bot.slack.blocks import LISTED_ALERTS
+from opsbot.config.settings import AlertSettings
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Reply
 from tests.fakes.slack_api import SlackApi

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import bot.approvals.service as service_module
-from bot.approvals import (
+import opsbot.bot.approvals.service as service_module
+from opsbot.bot.approvals import (
     Approvals,
     ApprovalStore,
     ApprovalsUnavailable,
@@ -26,11 +26,11 @@ from bot.approvals import (
     RedisApprovalStore,
     Verdict,
 )
-from bot.telemetry.audit import AuditRecord
-from config.policy import Command, Gate, Policy, Principal
-from config.settings import Settings
+from opsbot.bot.telemetry.audit import AuditRecord
+from opsbot.config.policy import Command, Gate, Policy, Principal
+from opsbot.config.settings import Settings
+from opsbot.tools.commands import ApprovalRequest, CommandBook, Prepared
 from tests.fakes.redis_server import RedisServer
-from tools.commands import ApprovalRequest, CommandBook, Prepared
 
 ASKER = Principal(platform="slack", user="U1", team="T1")
 APPROVER = Principal(platform="slack", user="U2", team="T1", groups=frozenset({"S1"}))

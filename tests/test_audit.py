@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bot.cli import main
-from bot.telemetry.audit import STREAM, AuditRecord, LoggedAudit, RedisAudit
+from opsbot.bot.cli import main
+from opsbot.bot.telemetry.audit import STREAM, AuditRecord, LoggedAudit, RedisAudit
 from tests.fakes.redis_server import RedisServer
 from tests.fakes.waiting import until
 

@@ -14,17 +14,17 @@ from typing import Any
 
 import pytest
 
-from bot.agent import Agent, Progress, StopReason
-from bot.agent.prompts import CANCELLED_NOTE
-from bot.memory import Memory
-from config.policy import Command, Policy
-from config.settings import Settings
+from opsbot.bot.agent import Agent, Progress, StopReason
+from opsbot.bot.agent.prompts import CANCELLED_NOTE
+from opsbot.bot.memory import Memory
+from opsbot.config.policy import Command, Policy
+from opsbot.config.settings import Settings
+from opsbot.tools.base import ErrorType, Tool
+from opsbot.tools.cancel import abandonable, cancellable
+from opsbot.tools.catalog import ops_tools
+from opsbot.tools.runner import Sandbox, run
+from opsbot.tools.services import NoArgs
 from tests.fakes.model_server import Call, ModelServer, Reply, tool_results
-from tools.base import ErrorType, Tool
-from tools.cancel import abandonable, cancellable
-from tools.catalog import ops_tools
-from tools.runner import Sandbox, run
-from tools.services import NoArgs
 
 SLEEP = "47.25"  # a duration no other process on the machine sleeps for
 
@@ -91,8 +91,8 @@ def test_without_a_cancel_nothing_changes() -> None:
 
 
 def test_a_tool_that_cannot_be_stopped_is_no_longer_waited_for() -> None:
-    from tools.base import Registry
-    from tools.executor import Executor, ToolCall
+    from opsbot.tools.base import Registry
+    from opsbot.tools.executor import Executor, ToolCall
 
     release = threading.Event()
     stuck = Tool("stuck", "waits", NoArgs, lambda args, who: release.wait(60))

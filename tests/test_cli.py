@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from bot.agent.prompts import CUT_ANSWER, UNCHECKED
-from bot.terminal import THINKING_NOTE
-from config.settings import SAMPLE_CONFIG
+from opsbot.bot.agent.prompts import CUT_ANSWER, UNCHECKED
+from opsbot.bot.terminal import THINKING_NOTE
+from opsbot.config.settings import SAMPLE_CONFIG
 from tests.fakes.model_server import Call, ModelServer, Reply, script, tool_results
 
 SAMPLE_LOGS = SAMPLE_CONFIG.parent / "logs"
@@ -34,7 +34,7 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 def opsbot(*args: str, cwd: Path, stdin: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "bot", *args],
+        [sys.executable, "-m", "opsbot.bot", *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -343,7 +343,7 @@ HEAVY = (
 
 def test_a_direct_command_imports_no_model_slack_or_redis_client(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "bot", "ask", "services"],
+        [sys.executable, "-X", "importtime", "-m", "opsbot.bot", "ask", "services"],
         capture_output=True,
         text=True,
         env=clean_env(),
@@ -352,7 +352,7 @@ def test_a_direct_command_imports_no_model_slack_or_redis_client(tmp_path: Path)
     )
     assert done.returncode == 0, done.stderr
     imported = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in done.stderr.splitlines() if "|" in line}
-    assert "checkout" in done.stdout and "bot" in imported
+    assert "checkout" in done.stdout and "opsbot" in imported
     assert imported.isdisjoint(HEAVY), sorted(imported & set(HEAVY))
 
 
@@ -361,7 +361,7 @@ def test_version_is_the_installed_distributions() -> None:
 
     from click.testing import CliRunner
 
-    from bot.cli import main
+    from opsbot.bot.cli import main
 
     done = CliRunner().invoke(main, ["--version"])
     assert done.exit_code == 0 and done.output == f"opsbot {version('opsbot')}\n"

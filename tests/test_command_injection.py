@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from config.policy import Command, Policy
-from config.settings import SAMPLE_CONFIG, Settings
-from tools.base import Registry, ToolResult
-from tools.catalog import ops_tools
-from tools.executor import Executor, RetryPolicy, ToolCall
-from tools.runner import which
+from opsbot.config.policy import Command, Policy
+from opsbot.config.settings import SAMPLE_CONFIG, Settings
+from opsbot.tools.base import Registry, ToolResult
+from opsbot.tools.catalog import ops_tools
+from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
+from opsbot.tools.runner import which
 
 M = "{MARKER}"  # replaced by the test's own marker path
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from bot.commands import NotACommand, Question, decide, parse_command, run_command
-from config.settings import Settings
+from opsbot.bot.commands import NotACommand, Question, decide, parse_command, run_command
+from opsbot.config.settings import Settings
+from opsbot.tools.executor import ToolCall
 from tests.fakes.model_server import Reply
-from tools.executor import ToolCall
 
 
 @pytest.mark.parametrize(
@@ -98,10 +98,10 @@ def test_reset_forgets_the_thread(model_server, make_agent, memory):
 
 
 def test_reset_with_redis_down_says_so(own_redis, model_server, sample):
-    from bot.agent import Agent
-    from bot.llm import ModelClient
-    from bot.memory.redis import RedisMemory
-    from config.settings import MemorySettings
+    from opsbot.bot.agent import Agent
+    from opsbot.bot.llm import ModelClient
+    from opsbot.bot.memory.redis import RedisMemory
+    from opsbot.config.settings import MemorySettings
 
     server = model_server(lambda body: Reply(content="answered"))
     agent = Agent(
@@ -116,7 +116,7 @@ def test_reset_with_redis_down_says_so(own_redis, model_server, sample):
 
 
 def test_a_write_command_in_the_terminal_says_where_approvals_happen(model_server, make_agent, sample):
-    from config.policy import Principal
+    from opsbot.config.policy import Principal
 
     agent = make_agent(model_server(lambda body: Reply(content="unused")))
     parsed = parse_command(sample.policy, "run restart service=checkout")
@@ -128,9 +128,9 @@ def test_a_write_command_in_the_terminal_says_where_approvals_happen(model_serve
 
 
 def test_a_denied_direct_command_says_who_may_and_no_model_hints(sample):
-    from bot.commands import render_result
-    from config.policy import Command, Policy, Principal
-    from tools.commands import RunCommandArgs, run_command_tool
+    from opsbot.bot.commands import render_result
+    from opsbot.config.policy import Command, Policy, Principal
+    from opsbot.tools.commands import RunCommandArgs, run_command_tool
 
     policy = Policy(commands={"uptime": Command(description="u", argv=["uptime"], access={"groups": ["oncall"]})})
     tool = run_command_tool(policy)
@@ -141,8 +141,8 @@ def test_a_denied_direct_command_says_who_may_and_no_model_hints(sample):
 
 
 def test_model_facing_parts_of_other_hints_are_left_out():
-    from bot.commands import render_result
-    from tools.base import ErrorType, ToolResult
+    from opsbot.bot.commands import render_result
+    from opsbot.tools.base import ErrorType, ToolResult
 
     result = ToolResult.failure(ErrorType.unavailable, "x is not installed", hint="tell the user; try df instead")
     assert render_result(result).splitlines() == ["✗ unavailable: x is not installed", "  try df instead"]
@@ -172,7 +172,7 @@ def test_runbook_commands_show_runbooks_to_people(sample: Settings, model_server
     ],
 )
 def test_a_decision_comes_back_as_it_was_from_the_slack_job_it_travels_in(sample: Settings, text, can_ask):
-    from bot.slack.jobs import Job, ThreadRef
+    from opsbot.bot.slack.jobs import Job, ThreadRef
 
     decision = decide(sample.policy, text, can_ask)
     job = Job(

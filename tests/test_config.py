@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from config.check import ConfigError, Problem
-from config.settings import SAMPLE_CONFIG, Settings, load_file_config
+from opsbot.config.check import ConfigError, Problem
+from opsbot.config.settings import SAMPLE_CONFIG, Settings, load_file_config
 
 ENV_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "REDIS_URL")
 

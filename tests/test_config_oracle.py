@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from config.policy import ConfigRoot, Policy
-from tools.base import Registry
-from tools.catalog import ops_tools
-from tools.executor import Executor, RetryPolicy, ToolCall
+from opsbot.config.policy import ConfigRoot, Policy
+from opsbot.tools.base import Registry
+from opsbot.tools.catalog import ops_tools
+from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
 
 GUESSES = string.ascii_letters + string.digits + "_"
 PASSWORDS = ("hunter2-Kx9Qm4Lw7Rt2", "hunter2-Kx9Qm4Lw7Rt3")

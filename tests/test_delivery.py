@@ -22,13 +22,13 @@ from slack_bolt.adapter.socket_mode.internals import run_bolt_app, send_response
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
-from bot.redis.client import connect
-from bot.slack.app import PARKED_AT_EXIT
-from bot.slack.delivery import Dispatcher, WorkerPool
-from bot.slack.janitor import Janitor
-from bot.slack.jobs import Job, ThreadRef
-from bot.slack.journal import Journal
-from bot.slack.state import SlackState
+from opsbot.bot.redis.client import connect
+from opsbot.bot.slack.app import PARKED_AT_EXIT
+from opsbot.bot.slack.delivery import Dispatcher, WorkerPool
+from opsbot.bot.slack.janitor import Janitor
+from opsbot.bot.slack.jobs import Job, ThreadRef
+from opsbot.bot.slack.journal import Journal
+from opsbot.bot.slack.state import SlackState
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import ModelServer
 from tests.fakes.redis_server import RedisServer

@@ -34,10 +34,10 @@ from click.testing import CliRunner
 from dockerfile_parse import DockerfileParser
 from pydantic import SecretStr
 
-from bot.cli import main
-from bot.slack import posting
-from config.settings import LoopLimits, ModelSettings, Settings
-from tools.redact import redact_text
+from opsbot.bot.cli import main
+from opsbot.bot.slack import posting
+from opsbot.config.settings import LoopLimits, ModelSettings, Settings
+from opsbot.tools.redact import redact_text
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
@@ -133,7 +133,7 @@ def test_the_wheel_is_built_in_a_stage_and_installed_from_it_alone(dockerfile: D
 
 def test_the_build_copies_everything_the_wheel_is_made_of(dockerfile: DockerfileParser) -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    needed = {pattern.rstrip("*") for pattern in pyproject["tool"]["setuptools"]["packages"]["find"]["include"]}
+    needed = set(pyproject["tool"]["setuptools"]["package-dir"].values())
     needed |= {"pyproject.toml", pyproject["project"]["readme"]}
     build = stages(dockerfile)[0]
     copied = {source for copy in values(build, "COPY") for source in copy.split()[:-1] if not source.startswith("--")}

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from opsbot.tools.redact import redact_text
 from tests.corpus.detectors import PLUGINS, findings
 from tests.corpus.secrets import KINDS, SecretKind, leaks
-from tools.redact import redact_text
 
 
 def test_there_are_vendor_plugins_to_ask() -> None:

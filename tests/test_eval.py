@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from bot.eval import RESULTS_VERSION, EvalReport
-from bot.eval.fixture import build, dated
-from bot.eval.suite import KINDS, load_suite
+from opsbot.bot.eval import RESULTS_VERSION, EvalReport
+from opsbot.bot.eval.fixture import build, dated
+from opsbot.bot.eval.suite import KINDS, load_suite
+from opsbot.tools.catalog import ops_tools
 from tests.fakes.model_server import Call, ModelServer, Reply, tool_results
-from tools.catalog import ops_tools
 
 
 def opsbot_eval(*args: str, model: ModelServer | None, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -29,7 +29,12 @@ def opsbot_eval(*args: str, model: ModelServer | None, cwd: Path) -> subprocess.
     if model is not None:
         env |= {"OPENAI_BASE_URL": model.base_url, "OPSBOT_LLM__MAX_RETRIES": "0"}
     return subprocess.run(
-        [sys.executable, "-m", "bot", "eval", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "opsbot.bot", "eval", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 

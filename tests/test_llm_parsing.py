@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.llm.protocols import Protocol, read, read_react, render, speaks_react
-from bot.llm.reasoning import split_thinking
-from bot.llm.shaping import template_safe, unique_ids
-from bot.llm.textcalls import calls_in_text
-from bot.messages import ToolCallSpec
+from opsbot.bot.llm.protocols import Protocol, read, read_react, render, speaks_react
+from opsbot.bot.llm.reasoning import split_thinking
+from opsbot.bot.llm.shaping import template_safe, unique_ids
+from opsbot.bot.llm.textcalls import calls_in_text
+from opsbot.bot.messages import ToolCallSpec
 
 ARGS = {"service": "checkout", "level": "ERROR"}
 CALL = ("query_logs", json.dumps(ARGS))

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from bot.agent import Agent
-from bot.llm import ModelClient, Protocol
-from bot.memory import InProcessMemory
-from config.settings import LoopLimits, Settings
+from opsbot.bot.agent import Agent
+from opsbot.bot.llm import ModelClient, Protocol
+from opsbot.bot.memory import InProcessMemory
+from opsbot.config.settings import LoopLimits, Settings
+from opsbot.tools.catalog import ops_tools
 from tests.fakes.checks import openai_error
 from tests.fakes.model_server import Call, ModelServer, Reply, tool_results
 from tests.fakes.servers import LiteLLMFlavour, OpenAIFlavour, VLLMFlavour, flavoured_server
-from tools.catalog import ops_tools
 
 LOGS = Call("query_logs", {"service": "checkout", "level": "ERROR"})
 ANSWER = "checkout's 502s come from payments timing out"

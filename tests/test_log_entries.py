@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import tools.logs.files as log_files
-from config.policy import Service
-from tools.logs import QueryLogsArgs, query_logs
-from tools.logs.query import ENTRY_HEAD_LINES, ENTRY_TAIL_LINES, OUTPUT_BYTES
+import opsbot.tools.logs.files as log_files
+from opsbot.config.policy import Service
+from opsbot.tools.logs import QueryLogsArgs, query_logs
+from opsbot.tools.logs.query import ENTRY_HEAD_LINES, ENTRY_TAIL_LINES, OUTPUT_BYTES
 
 # java.lang.Throwable#printStackTrace, the javadoc's example of a chained exception
 # (docs.oracle.com/en/java/javase/21/docs/api/java.base/java/lang/Throwable.html).

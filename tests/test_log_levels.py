@@ -13,14 +13,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from bot.commands import decide, parse_command, render_result
-from config.policy import Policy, Principal, Service
-from config.settings import SAMPLE_CONFIG, Settings
-from tools.base import Registry, Tool, ToolResult
-from tools.catalog import ops_tools
-from tools.executor import Executor, RetryPolicy, ToolCall
-from tools.logs import LEVELS, QueryLogsArgs, query_logs_tool
-from tools.logs.levels import (
+from opsbot.bot.commands import decide, parse_command, render_result
+from opsbot.config.policy import Policy, Principal, Service
+from opsbot.config.settings import SAMPLE_CONFIG, Settings
+from opsbot.tools.base import Registry, Tool, ToolResult
+from opsbot.tools.catalog import ops_tools
+from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
+from opsbot.tools.logs import LEVELS, QueryLogsArgs, query_logs_tool
+from opsbot.tools.logs.levels import (
     LETTER_RANKS,
     WORD_RANKS,
     Level,
@@ -519,7 +519,7 @@ _WORDS = st.sampled_from(["err", "crit", "\ne", "\n<", '" 5', '"level":5', "x"])
     st.lists(_WORDS, min_size=1, max_size=7, unique=True),
 )
 def test_one_pass_for_many_words_finds_the_same_lines_as_a_pass_a_word(pieces: list[str], words: list[str]) -> None:
-    from tools.logs import match
+    from opsbot.tools.logs import match
 
     text = "".join(pieces)
     by_find = {}

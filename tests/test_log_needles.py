@@ -24,13 +24,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import tools.logs.files as log_files
-import tools.logs.query as log_query
-import tools.logs.scan as log_scan
-from config.policy import Policy, Service
-from tools.base import Registry
-from tools.executor import Executor, RetryPolicy, ToolCall
-from tools.logs import query_logs_tool
+import opsbot.tools.logs.files as log_files
+import opsbot.tools.logs.query as log_query
+import opsbot.tools.logs.scan as log_scan
+from opsbot.config.policy import Policy, Service
+from opsbot.tools.base import Registry
+from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
+from opsbot.tools.logs import query_logs_tool
 
 FAST = RetryPolicy(timeout_s=30, retries=0, backoff_s=0.01)
 MB = 1024 * 1024

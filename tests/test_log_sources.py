@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-import tools.logs.sources as log_sources
-from config.policy import Access, Command, Policy, Principal, Service
+import opsbot.tools.logs.sources as log_sources
+from opsbot.config.policy import Access, Command, Policy, Principal, Service
+from opsbot.tools.base import Registry, ToolResult
+from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
+from opsbot.tools.logs import QueryLogsArgs, Readers, query_logs, query_logs_tool, readers_for
+from opsbot.tools.runner import SYSTEM_PATH, Sandbox, run, which
 from tests.fakes.waiting import until
-from tools.base import Registry, ToolResult
-from tools.executor import Executor, RetryPolicy, ToolCall
-from tools.logs import QueryLogsArgs, Readers, query_logs, query_logs_tool, readers_for
-from tools.runner import SYSTEM_PATH, Sandbox, run, which
 
 FAST = RetryPolicy(timeout_s=20, retries=0, backoff_s=0.01)
 BASE = datetime(2026, 11, 29, 3, 0, 0, tzinfo=UTC)

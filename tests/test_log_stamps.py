@@ -15,12 +15,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from config.policy import Policy, Service
-from tools.base import Registry
-from tools.executor import Executor, RetryPolicy, ToolCall
-from tools.logs import query_logs_tool
-from tools.logs.filters import Filters, Prefilter
-from tools.logs.stamps import stamp_at
+from opsbot.config.policy import Policy, Service
+from opsbot.tools.base import Registry
+from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
+from opsbot.tools.logs import query_logs_tool
+from opsbot.tools.logs.filters import Filters, Prefilter
+from opsbot.tools.logs.stamps import stamp_at
 
 NOW = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
 

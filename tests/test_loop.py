@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from config.settings import MemorySettings
+from opsbot.config.settings import MemorySettings
+from opsbot.tools.base import ErrorType, ToolResult
 from tests.fakes.checks import assert_well_paired
 from tests.fakes.model_server import Call, Reply, has_tools, script, tool_results
 from tests.fakes.waiting import until
-from tools.base import ErrorType, ToolResult
 
 
 class Counter:
@@ -347,7 +347,7 @@ def test_model_failures_after_retries_give_llm_unavailable_and_keep_memory(
 
 def test_model_timeout_gives_llm_unavailable(model_server, make_agent):
     server = model_server(lambda body: Reply(content="late", delay_s=3))
-    from bot.llm import ModelClient
+    from opsbot.bot.llm import ModelClient
 
     agent = make_agent(server)
     agent.model = ModelClient(model="m", base_url=server.base_url, timeout_s=0.3, max_retries=1)
@@ -590,7 +590,7 @@ def test_an_unreadable_model_response_is_a_reply_not_a_crash(model_server, make_
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Html)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
-        from bot.llm import ModelClient
+        from opsbot.bot.llm import ModelClient
 
         agent = make_agent(model_server(lambda body: Reply(content="unused")))
         agent.model = ModelClient(model="m", base_url=f"http://127.0.0.1:{httpd.server_address[1]}/v1", max_retries=0)
@@ -603,8 +603,8 @@ def test_an_unreadable_model_response_is_a_reply_not_a_crash(model_server, make_
 def test_tools_see_who_asked(model_server, make_agent):
     from pydantic import BaseModel
 
-    from config.policy import Principal
-    from tools.base import Tool
+    from opsbot.config.policy import Principal
+    from opsbot.tools.base import Tool
 
     class NoArgs(BaseModel):
         pass
@@ -635,8 +635,8 @@ def test_a_write_command_stops_the_loop_for_a_person_and_the_model_answers_witho
 
 
 def test_any_object_with_the_model_methods_is_a_model(memory) -> None:
-    from bot.agent import Agent
-    from bot.llm import ModelTurn, Usage
+    from opsbot.bot.agent import Agent
+    from opsbot.bot.llm import ModelTurn, Usage
 
     class Scripted:
         max_answer_tokens = 100

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from config.check import ConfigError
-from config.settings import LoopLimits, Settings
+from opsbot.config.check import ConfigError
+from opsbot.config.settings import LoopLimits, Settings
 from tests.fakes.checks import assert_well_paired
 from tests.fakes.model_server import Call, Policy, Reply, has_tools, script
 

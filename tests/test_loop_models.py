@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.agent import Progress
+from opsbot.bot.agent import Progress
 from tests.fakes.checks import assert_well_paired
 from tests.fakes.model_server import Call, Reply, has_tools, script, tool_results
 from tests.test_loop import counter, lookup_tool  # noqa: F401, F811 - `counter` is a fixture

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.agent import Agent
-from bot.llm import ModelClient
-from bot.memory import Memory
-from config.settings import LoopLimits, MemorySettings
+from opsbot.bot.agent import Agent
+from opsbot.bot.llm import ModelClient
+from opsbot.bot.memory import Memory
+from opsbot.config.settings import LoopLimits, MemorySettings
+from opsbot.tools.catalog import ops_tools
 from tests.fakes.checks import assert_well_paired
 from tests.fakes.model_server import Call, ModelServer, Reply, is_summary_request
-from tools.catalog import ops_tools
 
 SERVICES = ["checkout", "payments", "auth", "nope"]
 

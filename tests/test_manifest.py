@@ -30,7 +30,7 @@ def test_every_subscribed_event_has_its_scope() -> None:
 
 
 def test_the_slash_command_and_buttons_are_the_ones_the_app_handles() -> None:
-    from bot.slack.listeners import commands
+    from opsbot.bot.slack.listeners import commands
 
     [command] = MANIFEST["features"]["slash_commands"]
     assert command["command"] == "/ops"

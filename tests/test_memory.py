@@ -16,18 +16,18 @@ from typing import Any
 import pytest
 import redis
 
-from bot.agent import Agent
-from bot.llm import ModelClient
-from bot.memory import InProcessMemory, Memory, ThreadBusy
-from bot.memory.redis import RedisMemory
-from bot.messages import Block, Message, ToolCallSpec
-from bot.redis.client import connect
-from config.settings import LoopLimits, MemorySettings, Settings
+from opsbot.bot.agent import Agent
+from opsbot.bot.llm import ModelClient
+from opsbot.bot.memory import InProcessMemory, Memory, ThreadBusy
+from opsbot.bot.memory.redis import RedisMemory
+from opsbot.bot.messages import Block, Message, ToolCallSpec
+from opsbot.bot.redis.client import connect
+from opsbot.config.settings import LoopLimits, MemorySettings, Settings
+from opsbot.tools.catalog import ops_tools
 from tests.fakes.clock import SkippingClock
 from tests.fakes.model_server import Call, ModelServer, Reply, is_summary_request, tool_results
 from tests.fakes.redis_server import RedisServer
 from tests.fakes.waiting import until
-from tools.catalog import ops_tools
 
 
 @pytest.fixture(params=["inprocess", "redis", "sentinel", "cluster"])

@@ -26,16 +26,17 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
-from bot.agent import Agent, StopReason
-from bot.alerts import AlertAuth, AlertHooks
-from bot.llm import ModelClient
-from bot.memory import InProcessMemory
-from bot.memory.redis import RedisMemory
-from bot.slack.app import StartupError
-from bot.slack.serving import serve_metrics
-from bot.telemetry import metrics
-from bot.web.server import WebApp
-from config.settings import SAMPLE_CONFIG, LoopLimits, Settings
+from opsbot.bot.agent import Agent, StopReason
+from opsbot.bot.alerts import AlertAuth, AlertHooks
+from opsbot.bot.llm import ModelClient
+from opsbot.bot.memory import InProcessMemory
+from opsbot.bot.memory.redis import RedisMemory
+from opsbot.bot.slack.app import StartupError
+from opsbot.bot.slack.serving import serve_metrics
+from opsbot.bot.telemetry import metrics
+from opsbot.bot.web.server import WebApp
+from opsbot.config.settings import SAMPLE_CONFIG, LoopLimits, Settings
+from opsbot.tools.catalog import ops_tools
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Call, ModelServer, Reply, has_tools, script
 from tests.fakes.redis_server import RedisServer, free_port
@@ -45,7 +46,6 @@ from tests.fakes.slack_stack import Stack, Stacks, settled, stack_settings
 from tests.fakes.waiting import until
 from tests.test_approvals import APPROVER, ASKER, Clock, Shown, ask, policy_with, prepared, service
 from tests.test_slack import answered, echo
-from tools.catalog import ops_tools
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RULES = FIXTURES / "prometheus" / "opsbot-rules.yaml"
@@ -284,7 +284,7 @@ def test_an_event_redis_cannot_take_asks_slack_to_deliver_it_again(
 
 
 def test_approvals_asked_and_decided_by_verdict(web: str, sample: Settings) -> None:
-    from bot.approvals import InProcessApprovalStore
+    from opsbot.bot.approvals import InProcessApprovalStore
 
     policy = policy_with(sample.policy)
     log: list[str] = []

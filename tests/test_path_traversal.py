@@ -21,10 +21,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from config.policy import ConfigRoot, Policy
-from tools.base import Registry, ToolResult
-from tools.catalog import ops_tools
-from tools.executor import Executor, RetryPolicy, ToolCall
+from opsbot.config.policy import ConfigRoot, Policy
+from opsbot.tools.base import Registry, ToolResult
+from opsbot.tools.catalog import ops_tools
+from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
 
 SECRET = f"TOP-SECRET-{uuid.uuid4().hex}"
 

@@ -20,9 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from slack_sdk import WebClient
 
-from bot.slack.app import configure_client
-from bot.slack.posting import Pacing, PostFailed, marker, post_once, post_or_log
-from config.settings import Settings
+from opsbot.bot.slack.app import configure_client
+from opsbot.bot.slack.posting import Pacing, PostFailed, marker, post_once, post_or_log
+from opsbot.config.settings import Settings
 from tests.fakes.slack_api import Message, SlackApi
 
 TOKEN = "xoxb-test"

@@ -17,18 +17,18 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-import tools.logs.files as log_files
-import tools.logs.query as log_query
-import tools.logs.scan as log_scan
-from bot.commands import parse_command
-from config.policy import Access, Policy, Principal, Service
-from config.settings import SAMPLE_CONFIG, Settings
-from tools.base import Registry, ToolResult
-from tools.catalog import ops_tools
-from tools.executor import Executor, RetryPolicy, ToolCall
-from tools.logs import LEVELS, query_logs_tool
-from tools.logs.match import REGEX_SEARCH_SECONDS, level_rank
-from tools.logs.query import MAX_LINE_CHARS, OUTPUT_BYTES
+import opsbot.tools.logs.files as log_files
+import opsbot.tools.logs.query as log_query
+import opsbot.tools.logs.scan as log_scan
+from opsbot.bot.commands import parse_command
+from opsbot.config.policy import Access, Policy, Principal, Service
+from opsbot.config.settings import SAMPLE_CONFIG, Settings
+from opsbot.tools.base import Registry, ToolResult
+from opsbot.tools.catalog import ops_tools
+from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
+from opsbot.tools.logs import LEVELS, query_logs_tool
+from opsbot.tools.logs.match import REGEX_SEARCH_SECONDS, level_rank
+from opsbot.tools.logs.query import MAX_LINE_CHARS, OUTPUT_BYTES
 
 SAMPLE_DIR = SAMPLE_CONFIG.parent
 FAST = RetryPolicy(timeout_s=20, retries=0, backoff_s=0.01)

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from bot.commands import NotACommand, parse_command
-from config.policy import NEVER_READ, Access, ConfigRoot, Policy, Principal
-from config.settings import SAMPLE_CONFIG, Settings
-from tools.base import Registry, ToolResult
-from tools.catalog import ops_tools
-from tools.configs.confined import LIST_FILES
-from tools.executor import Executor, RetryPolicy, ToolCall
+from opsbot.bot.commands import NotACommand, parse_command
+from opsbot.config.policy import NEVER_READ, Access, ConfigRoot, Policy, Principal
+from opsbot.config.settings import SAMPLE_CONFIG, Settings
+from opsbot.tools.base import Registry, ToolResult
+from opsbot.tools.catalog import ops_tools
+from opsbot.tools.configs.confined import LIST_FILES
+from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
 
 ONCALL = Principal(platform="slack", user="U1", groups=frozenset({"oncall"}))
 VISITOR = Principal(platform="slack", user="U2")
@@ -669,7 +669,7 @@ STRUCTURED_SECRETS = {
 
 @pytest.mark.parametrize("name", sorted(STRUCTURED_SECRETS))
 def test_a_whole_file_read_hides_secrets_only_its_structure_shows(tmp_path: Path, name: str) -> None:
-    from tools.configs import read_config_tool
+    from opsbot.tools.configs import read_config_tool
 
     text, secrets = STRUCTURED_SECRETS[name]
     (tmp_path / name).write_text(text)

@@ -24,10 +24,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from bot.commands import NotACommand, parse_command
-from config.settings import SAMPLE_CONFIG, Settings
-from tools.executor import ToolCall
-from tools.logs.time import stamp_at
+from opsbot.bot.commands import NotACommand, parse_command
+from opsbot.config.settings import SAMPLE_CONFIG, Settings
+from opsbot.tools.executor import ToolCall
+from opsbot.tools.logs.time import stamp_at
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -106,7 +106,7 @@ def clean_env(cache: Path) -> dict[str, str]:
 
 def opsbot(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "bot", *args],
+        [sys.executable, "-m", "opsbot.bot", *args],
         input=stdin,
         capture_output=True,
         text=True,

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
+from opsbot.tools.redact import redact_text
 from tests.fakes.model_server import Call, Reply, script, tool_results
-from tools.redact import redact_text
 
 SECRETS = [
     ("PGPASSWORD=abc123", "abc123"),

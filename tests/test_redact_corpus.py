@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tools.redact import redact, redact_structure, redact_text
+from opsbot.tools.redact import redact, redact_structure, redact_text
 
 SAMPLE_LOGS = sorted((Path(__file__).resolve().parent.parent / "config" / "sample" / "logs").glob("*.log"))
 

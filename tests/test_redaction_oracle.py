@@ -23,16 +23,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import tools.logs.files as log_files
-from bot.approvals import Approvals, InProcessApprovalStore
-from bot.runbooks import InProcessRunStore, RunbookEngine
-from config.policy import Command, Policy, Runbook, Service
+import opsbot.tools.logs.files as log_files
+from opsbot.bot.approvals import Approvals, InProcessApprovalStore
+from opsbot.bot.runbooks import InProcessRunStore, RunbookEngine
+from opsbot.config.policy import Command, Policy, Runbook, Service
+from opsbot.tools.base import Registry, ToolResult
+from opsbot.tools.catalog import ops_tools
+from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
+from opsbot.tools.logs import query_logs_tool
+from opsbot.tools.redact import in_body_run, redact_body_runs, redact_lines, redact_spanning, redact_text
 from tests.corpus.secrets import leaks
-from tools.base import Registry, ToolResult
-from tools.catalog import ops_tools
-from tools.executor import Executor, RetryPolicy, ToolCall
-from tools.logs import query_logs_tool
-from tools.redact import in_body_run, redact_body_runs, redact_lines, redact_spanning, redact_text
 
 FAST = RetryPolicy(timeout_s=20, retries=0, backoff_s=0.01)
 BASE = datetime(2026, 11, 29, 3, 0, 0, tzinfo=UTC)

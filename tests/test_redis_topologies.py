@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from redis.cluster import RedisCluster
 
-from bot.alerts import Alert, AlertQueue
-from bot.memory import MemoryUnavailable
-from bot.memory.redis import RedisMemory
-from bot.messages import Block, Message
-from bot.redis.client import REDIS_ERRORS, connect
-from bot.runbooks import RedisRunStore
+from opsbot.bot.alerts import Alert, AlertQueue
+from opsbot.bot.memory import MemoryUnavailable
+from opsbot.bot.memory.redis import RedisMemory
+from opsbot.bot.messages import Block, Message
+from opsbot.bot.redis.client import REDIS_ERRORS, connect
+from opsbot.bot.runbooks import RedisRunStore
 from tests.fakes.redis_server import ClusterSetup, RedisServer, SentinelSetup, free_port
 from tests.fakes.runs import run_record
 from tests.fakes.waiting import until

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from bot.redis.client import describe
-from config.redis_url import RedisTarget, parse_redis_url
-from config.settings import SAMPLE_CONFIG, Settings
+from opsbot.bot.redis.client import describe
+from opsbot.config.redis_url import RedisTarget, parse_redis_url
+from opsbot.config.settings import SAMPLE_CONFIG, Settings
 
 MALFORMED = [
     ("localhost:6379", "REDIS_URL must look like redis://host:6379/0 (or rediss://"),
@@ -108,7 +108,7 @@ def test_check_config_serve_and_the_terminal_say_it_the_same_way(tmp_path: Path)
     }
     running = {
         name: subprocess.Popen(
-            [sys.executable, "-m", "bot", *args],
+            [sys.executable, "-m", "opsbot.bot", *args],
             env={**env, "REDIS_URL": url, "SLACK_BOT_TOKEN": "xoxb-test"},
             cwd=tmp_path,
             stdout=subprocess.PIPE,

@@ -17,16 +17,16 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from bot.commands import NotACommand, parse_command
-from config.check import ConfigError
-from config.policy import Access, Command, Policy, Principal
-from config.settings import SAMPLE_CONFIG, Settings, load_file_config
+from opsbot.bot.commands import NotACommand, parse_command
+from opsbot.config.check import ConfigError
+from opsbot.config.policy import Access, Command, Policy, Principal
+from opsbot.config.settings import SAMPLE_CONFIG, Settings, load_file_config
+from opsbot.tools.base import Registry, ToolResult
+from opsbot.tools.catalog import ops_tools
+from opsbot.tools.commands import ApprovalRequest, CommandBook, run_approved, run_command_tool
+from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
+from opsbot.tools.runner import BASE_ENV, Sandbox, as_tool_result, run, which
 from tests.fakes.waiting import until
-from tools.base import Registry, ToolResult
-from tools.catalog import ops_tools
-from tools.commands import ApprovalRequest, CommandBook, run_approved, run_command_tool
-from tools.executor import Executor, RetryPolicy, ToolCall
-from tools.runner import BASE_ENV, Sandbox, as_tool_result, run, which
 
 FAST = RetryPolicy(timeout_s=20, retries=0, backoff_s=0.01)
 ALICE = Principal(platform="slack", user="U_ALICE", team="T1", channel="C_OPS", groups=frozenset({"oncall"}))
@@ -668,7 +668,7 @@ def test_memory_limit_stops_a_large_allocation() -> None:
 
 
 def test_missing_prlimit_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("tools.runner.which", lambda program: None)
+    monkeypatch.setattr("opsbot.tools.runner.which", lambda program: None)
     done = run(["/usr/bin/true"], Sandbox(cpu_s=1))
     assert done.error is not None and "prlimit" in done.error
 
@@ -693,10 +693,10 @@ def test_command_book_shares_one_resolution_for_tool_and_approval(restart_policy
 def test_a_command_slower_than_the_executor_timeout_runs_once_to_its_own_timeout(tmp_path) -> None:
     """The executor's own timeout (here 0.3 s) must not cut short, and then re-run, a command
     whose declared timeout is longer: it would start a second copy while the first still runs."""
-    from config.policy import Command, Policy
-    from tools.base import Registry
-    from tools.commands import run_command_tool
-    from tools.executor import Executor, RetryPolicy, ToolCall
+    from opsbot.config.policy import Command, Policy
+    from opsbot.tools.base import Registry
+    from opsbot.tools.commands import run_command_tool
+    from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
 
     counter = tmp_path / "runs"
     script = f"echo run >> {counter}; sleep 1; echo done"

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from config.check import ConfigError
-from config.policy import ApprovalStep, BranchStep, ExplainStep, Policy, Runbook, ToolStep
-from config.runbooks import load_runbooks
-from config.settings import Settings
+from opsbot.config.check import ConfigError
+from opsbot.config.policy import ApprovalStep, BranchStep, ExplainStep, Policy, Runbook, ToolStep
+from opsbot.config.runbooks import load_runbooks
+from opsbot.config.settings import Settings
+from opsbot.tools.catalog import runbook_arg_problems
 from tests.conftest import SAMPLE_DIR
-from tools.catalog import runbook_arg_problems
 
 HEAD = """\
 id: broken
@@ -116,7 +116,7 @@ def test_a_mistake_is_refused_with_its_line(
 def test_check_config_lists_the_runbooks_and_their_problems(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from bot.cli import main
+    from opsbot.bot.cli import main
 
     shutil.copytree(SAMPLE_DIR, tmp_path / "sample")
     config = tmp_path / "sample" / "opsbot.yaml"
@@ -193,7 +193,7 @@ def test_an_argument_the_tool_refuses_is_a_problem_naming_runbook_step_and_field
 def test_check_config_fails_on_an_argument_the_tool_refuses(tmp_path: Path, step: str, shown: str) -> None:
     from click.testing import CliRunner
 
-    from bot.cli import main
+    from opsbot.bot.cli import main
 
     shutil.copytree(SAMPLE_DIR, tmp_path / "sample")
     config = tmp_path / "sample" / "opsbot.yaml"

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-import bot.approvals.service as approvals_module
-from bot.approvals import (
+import opsbot.bot.approvals.service as approvals_module
+from opsbot.bot.approvals import (
     Approvals,
     ApprovalStore,
     Decision,
@@ -24,7 +24,7 @@ from bot.approvals import (
     Pending,
     RedisApprovalStore,
 )
-from bot.runbooks import (
+from opsbot.bot.runbooks import (
     InProcessRunStore,
     RedisRunStore,
     RunbookEngine,
@@ -38,15 +38,15 @@ from bot.runbooks import (
     fill,
     fill_text,
 )
-from bot.telemetry.audit import AuditRecord
-from config.policy import Access, Condition, Policy, Principal, Runbook
-from config.settings import Settings
+from opsbot.bot.telemetry.audit import AuditRecord
+from opsbot.config.policy import Access, Condition, Policy, Principal, Runbook
+from opsbot.config.settings import Settings
+from opsbot.tools.base import Registry, Tool, from_function
+from opsbot.tools.catalog import ops_tools
+from opsbot.tools.commands import run_approved
+from opsbot.tools.executor import Executor, RetryPolicy
 from tests.fakes.redis_server import RedisServer, free_port
 from tests.fakes.runs import run_record
-from tools.base import Registry, Tool, from_function
-from tools.catalog import ops_tools
-from tools.commands import run_approved
-from tools.executor import Executor, RetryPolicy
 
 ALICE = Principal(platform="slack", user="UALICE", groups=frozenset({"S0ONCALL"}))
 BOB = Principal(platform="slack", user="UBOB", groups=frozenset({"S0ONCALL"}))

@@ -16,10 +16,10 @@ from types import SimpleNamespace
 
 import pytest
 
-import config.sample_env as sample_env
-from config.sample_env import LEAD_S, MAX_AGE_S, prepare_sample
-from config.settings import SAMPLE_CONFIG, Settings, load_file_config
-from tools.logs.time import stamp_at
+import opsbot.config.sample_env as sample_env
+from opsbot.config.sample_env import LEAD_S, MAX_AGE_S, prepare_sample
+from opsbot.config.settings import SAMPLE_CONFIG, Settings, load_file_config
+from opsbot.tools.logs.time import stamp_at
 
 SAMPLE_DIR = SAMPLE_CONFIG.parent
 ROOT = Path(__file__).resolve().parent.parent
@@ -150,8 +150,8 @@ RACE = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from config.sample_env import prepare_sample
-    from config.settings import SAMPLE_CONFIG
+    from opsbot.config.sample_env import prepare_sample
+    from opsbot.config.settings import SAMPLE_CONFIG
     start = float(sys.argv[2])
     time.sleep(max(0.0, start - time.time()))
     print(prepare_sample(SAMPLE_CONFIG, "1.0", now=start, cache_home=Path(sys.argv[1])))
@@ -225,7 +225,7 @@ def test_check_config_and_settings_load_the_copy(tmp_path: Path) -> None:
     assert all(Path(path).is_relative_to(copy.parent) for s in policy.services.values() for path in s.logs)
 
     done = subprocess.run(
-        [sys.executable, "-m", "bot", "check-config", str(copy)], cwd=tmp_path, capture_output=True, text=True
+        [sys.executable, "-m", "opsbot.bot", "check-config", str(copy)], cwd=tmp_path, capture_output=True, text=True
     )
     assert done.returncode == 0 and "ok – 3 service(s)" in done.stdout, done.stderr
 

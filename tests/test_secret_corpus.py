@@ -26,11 +26,17 @@ from typing import Any
 
 import pytest
 
-from bot.agent import Agent
-from bot.llm import ModelClient
-from bot.memory import InProcessMemory
-from config.policy import Command, ConfigRoot, Policy, Service
-from config.settings import LoopLimits
+from opsbot.bot.agent import Agent
+from opsbot.bot.llm import ModelClient
+from opsbot.bot.memory import InProcessMemory
+from opsbot.config.policy import Command, ConfigRoot, Policy, Service
+from opsbot.config.settings import LoopLimits
+from opsbot.tools.base import Registry, ToolResult
+from opsbot.tools.commands import run_command_tool
+from opsbot.tools.configs import read_config_tool
+from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
+from opsbot.tools.logs import query_logs_tool
+from opsbot.tools.redact import redact_text
 from tests.corpus.benign import BENIGN
 from tests.corpus.formats import config_file
 from tests.corpus.secrets import BY_ID, FORMATS, KINDS, WINDOW, SecretKind, leaks, windows
@@ -39,12 +45,6 @@ from tests.fakes.model_server import Call, ModelServer, Reply, is_summary_reques
 from tests.fakes.redis_server import RedisServer
 from tests.fakes.slack_api import SlackApi
 from tests.fakes.slack_stack import Stack, stack_settings
-from tools.base import Registry, ToolResult
-from tools.commands import run_command_tool
-from tools.configs import read_config_tool
-from tools.executor import Executor, RetryPolicy, ToolCall
-from tools.logs import query_logs_tool
-from tools.redact import redact_text
 
 SAMPLE_LOGS = sorted((Path(__file__).resolve().parent.parent / "config" / "sample" / "logs").glob("*.log"))
 FAST = RetryPolicy(timeout_s=20, retries=0, backoff_s=0.01)

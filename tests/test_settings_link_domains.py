@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from config.check import ConfigError
-from config.settings import Settings, SlackSettings, load_file_config
+from opsbot.config.check import ConfigError
+from opsbot.config.settings import Settings, SlackSettings, load_file_config
 
 
 @pytest.fixture(autouse=True)

@@ -17,10 +17,10 @@ from slack_sdk.socket_mode.client import BaseSocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
-from bot.agent.prompts import UNCHECKED
-from bot.slack.app import build_slack_app
-from config.policy import Command, Policy
-from config.settings import MemorySettings
+from opsbot.bot.agent.prompts import UNCHECKED
+from opsbot.bot.slack.app import build_slack_app
+from opsbot.config.policy import Command, Policy
+from opsbot.config.settings import MemorySettings
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Call, Reply, has_tools, script
 from tests.fakes.slack_api import SlackApi
@@ -402,8 +402,8 @@ def test_a_failed_post_is_retried(make_stack) -> None:
 
 
 def test_a_queue_left_by_a_dead_process_is_taken_over(make_stack) -> None:
-    from bot.slack.jobs import Job, ThreadRef
-    from config.policy import Principal
+    from opsbot.bot.slack.jobs import Job, ThreadRef
+    from opsbot.config.policy import Principal
 
     stack = make_stack(echo())
     thread = ThreadRef(team="T1", channel="C1", thread_ts=stack.slack.add_message("C1", "root"))
@@ -587,8 +587,8 @@ def test_a_write_command_waits_for_an_approver_and_the_agent_goes_on_with_its_re
 
 
 def test_an_approved_write_leaves_its_whole_story_in_the_audit_trail(make_stack, sample) -> None:
-    from bot.redis.client import connect
-    from bot.telemetry.audit import RedisAudit
+    from opsbot.bot.redis.client import connect
+    from opsbot.bot.telemetry.audit import RedisAudit
 
     stack = make_stack(restart_then_echo(), policy=approvers_policy(sample.policy))
     mention, message = restart_asked(stack, "<@UBOT> restart checkout please")
@@ -748,7 +748,7 @@ def test_socket_mode_envelopes_are_acked_and_answered_once(redis_server, model_s
 def test_socket_mode_without_an_app_token_names_the_variable(monkeypatch) -> None:
     from click.testing import CliRunner
 
-    from bot.cli import main
+    from opsbot.bot.cli import main
 
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-not-used")
     monkeypatch.delenv("SLACK_APP_TOKEN", raising=False)
@@ -880,7 +880,7 @@ def test_an_ops_question_slack_will_not_post_is_answered_with_why(make_stack) ->
 
 
 def test_a_failure_after_the_answer_adds_a_note_not_a_second_answer(make_stack, sample, monkeypatch) -> None:
-    from bot.approvals import ApprovalsUnavailable
+    from opsbot.bot.approvals import ApprovalsUnavailable
 
     stack = make_stack(restart_then_echo(), policy=approvers_policy(sample.policy))
 
@@ -911,8 +911,8 @@ def test_a_stream_stop_whose_response_was_lost_is_not_answered_twice(make_stack)
 
 
 def test_a_job_left_in_flight_by_a_dead_process_is_finished_once(make_stack) -> None:
-    from bot.slack.jobs import Job, ThreadRef
-    from config.policy import Principal
+    from opsbot.bot.slack.jobs import Job, ThreadRef
+    from opsbot.config.policy import Principal
 
     stack = make_stack(echo())
     state = stack.built.state
@@ -958,9 +958,9 @@ def test_a_run_longer_than_the_lock_ttl_keeps_its_thread(make_stack) -> None:
 def test_long_output_keeps_its_fence_tail_and_note_and_the_confirm_fits() -> None:
     from datetime import UTC, datetime, timedelta
 
-    from bot.approvals import HandBack, Pending
-    from bot.slack.blocks import approval_blocks, output_blocks
-    from tools.commands import ApprovalRequest
+    from opsbot.bot.approvals import HandBack, Pending
+    from opsbot.bot.slack.blocks import approval_blocks, output_blocks
+    from opsbot.tools.commands import ApprovalRequest
 
     blocks = output_blocks("logs", "<" * 2700 + "THE END", True, 2800)
     text = blocks[0]["text"]["text"]

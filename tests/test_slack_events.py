@@ -28,7 +28,7 @@ from slack_bolt.adapter.wsgi.http_request import WsgiHttpRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk import WebClient
 
-from bot.slack.requests import SlackEvents
+from opsbot.bot.slack.requests import SlackEvents
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.mutations import one_value_swapped
 from tests.fakes.slack_api import SlackApi

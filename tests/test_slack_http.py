@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.version import VERSION
+from opsbot.bot.version import VERSION
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Call, ModelServer, Reply, is_summary_request, tool_results
 from tests.fakes.redis_server import RedisServer

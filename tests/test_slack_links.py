@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 from slack_sdk.errors import SlackApiError
 
-from bot.alerts import Alert
-from bot.slack.blocks import escape, mention, section
-from bot.slack.outbound import Outbound
-from bot.slack.outside import Outside, own
-from bot.slack.posting import replace, tell
-from config.policy import Policy
-from config.settings import AlertSettings
+from opsbot.bot.alerts import Alert
+from opsbot.bot.slack.blocks import escape, mention, section
+from opsbot.bot.slack.outbound import Outbound
+from opsbot.bot.slack.outside import Outside, own
+from opsbot.bot.slack.posting import replace, tell
+from opsbot.config.policy import Policy
+from opsbot.config.settings import AlertSettings
 from tests.corpus.slack_links import LINK_DOMAINS, LINKS, LISTED, SPECIALS, Link, text
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Call, Reply, script

@@ -11,7 +11,7 @@ import time
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot.slack.pacing import ChannelPacer, PacedClient, rate_limit_retries
+from opsbot.bot.slack.pacing import ChannelPacer, PacedClient, rate_limit_retries
 from tests.fakes.slack_api import SlackApi
 from tests.fakes.slack_stack import TOKEN
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from bot.alerts import Alert, parse_alertmanager, parse_pagerduty
-from config.policy import Policy, Runbook
-from config.settings import AlertSettings
+from opsbot.bot.alerts import Alert, parse_alertmanager, parse_pagerduty
+from opsbot.config.policy import Policy, Runbook
+from opsbot.config.settings import AlertSettings
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Reply
 from tests.fakes.slack_api import SlackApi

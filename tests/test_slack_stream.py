@@ -16,19 +16,19 @@ from typing import Any
 import pytest
 from slack_sdk import WebClient
 
-from bot.agent import Agent
-from bot.agent import Reply as RunReply
-from bot.agent.prompts import CUT_ANSWER, UNCHECKED
-from bot.llm import ModelClient
-from bot.memory import InProcessMemory
-from bot.slack.blocks import THINKING_NOTE
-from bot.slack.jobs import Job, ThreadRef
-from bot.slack.progress import SlackProgress
-from config.policy import Principal
-from config.settings import LoopLimits, MemorySettings, Settings
+from opsbot.bot.agent import Agent
+from opsbot.bot.agent import Reply as RunReply
+from opsbot.bot.agent.prompts import CUT_ANSWER, UNCHECKED
+from opsbot.bot.llm import ModelClient
+from opsbot.bot.memory import InProcessMemory
+from opsbot.bot.slack.blocks import THINKING_NOTE
+from opsbot.bot.slack.jobs import Job, ThreadRef
+from opsbot.bot.slack.progress import SlackProgress
+from opsbot.config.policy import Principal
+from opsbot.config.settings import LoopLimits, MemorySettings, Settings
+from opsbot.tools.catalog import ops_tools
 from tests.fakes.model_server import Call, ModelServer, Policy, Reply, script
 from tests.fakes.slack_api import ApiCall, SlackApi
-from tools.catalog import ops_tools
 
 LINE_S = 0.4  # how fast the scripted model writes, on the test's clock
 

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from bot.agent import CallRecord, Step, StepDecision
-from bot.slack.blocks import step_lines
-from config.policy import Access, Command, ConfigRoot, Policy, Principal, Service
-from config.settings import Settings
+from opsbot.bot.agent import CallRecord, Step, StepDecision
+from opsbot.bot.slack.blocks import step_lines
+from opsbot.config.policy import Access, Command, ConfigRoot, Policy, Principal, Service
+from opsbot.config.settings import Settings
+from opsbot.tools.base import CallStatus, Registry, brief
+from opsbot.tools.catalog import ops_tools
+from opsbot.tools.executor import Executor, ToolCall
 from tests.corpus.secrets import KINDS, SecretKind, leaks
-from tools.base import CallStatus, Registry, brief
-from tools.catalog import ops_tools
-from tools.executor import Executor, ToolCall
 
 
 def summary(policy: Policy, tool: str, args: dict[str, Any], who: Principal | None = None) -> str:
@@ -70,7 +70,7 @@ def test_a_denied_call_says_so_in_its_line(sample: Settings) -> None:
 
 
 def test_a_long_message_is_cut_to_one_short_line() -> None:
-    from tools.base import BRIEF_CHARS, ErrorType, ToolResult
+    from opsbot.tools.base import BRIEF_CHARS, ErrorType, ToolResult
 
     said = brief(ToolResult.failure(ErrorType.failed, "word " * 200 + "\nsecond line"), None)
     assert len(said) == BRIEF_CHARS and said.endswith("…") and "\n" not in said

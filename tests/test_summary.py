@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from bot.agent import Agent
-from bot.agent.summary import KEEP_FRACTION, blocks_to_fold
-from bot.agent.tokens import CHARS_PER_TOKEN, blocks_tokens, estimate_tokens
-from bot.llm import ModelClient
-from bot.memory import Memory
-from bot.memory.redis import RedisMemory
-from bot.messages import Block, Message, ToolCallSpec
-from config.settings import LoopLimits, MemorySettings, Settings
+from opsbot.bot.agent import Agent
+from opsbot.bot.agent.summary import KEEP_FRACTION, blocks_to_fold
+from opsbot.bot.agent.tokens import CHARS_PER_TOKEN, blocks_tokens, estimate_tokens
+from opsbot.bot.llm import ModelClient
+from opsbot.bot.memory import Memory
+from opsbot.bot.memory.redis import RedisMemory
+from opsbot.bot.messages import Block, Message, ToolCallSpec
+from opsbot.config.settings import LoopLimits, MemorySettings, Settings
+from opsbot.tools.catalog import ops_tools
 from tests.fakes.model_server import Call, Reply, has_tools, is_summary_request, tool_results
 from tests.fakes.redis_server import RedisServer
-from tools.catalog import ops_tools
 
 SUMMARY_HEADER = "Summary of earlier turns"
 

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.agent.prompts import CANCELLED_NOTE
-from config.settings import SAMPLE_CONFIG
+from opsbot.bot.agent.prompts import CANCELLED_NOTE
+from opsbot.config.settings import SAMPLE_CONFIG
 from tests.corpus.secrets import KINDS, leaks
 from tests.fakes.model_server import Call, ModelServer, Reply, tool_results
 from tests.fakes.terminal import TAB, UP, Terminal, clean_env

@@ -14,8 +14,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from bot.cli import main
-from config.settings import SAMPLE_CONFIG
+from opsbot.bot.cli import main
+from opsbot.config.settings import SAMPLE_CONFIG
 from tests.fakes.model_server import Call, ModelServer, Reply, tool_results
 
 ME = getpass.getuser()

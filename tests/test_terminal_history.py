@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.terminal.history import RedactedHistory, history_path
+from opsbot.bot.terminal.history import RedactedHistory, history_path
 from tests.corpus.secrets import KINDS, SecretKind, leaks
 
 

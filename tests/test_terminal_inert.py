@@ -26,9 +26,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from bot.cli import main
-from bot.telemetry.audit import AuditRecord, RedisAudit
-from config.settings import SAMPLE_CONFIG
+from opsbot.bot.cli import main
+from opsbot.bot.telemetry.audit import AuditRecord, RedisAudit
+from opsbot.config.settings import SAMPLE_CONFIG
 from tests.corpus.terminal import ACTIVE, NO_NUL, SEQUENCES, leaked, lines, unseen
 from tests.fakes.model_server import Call, ModelServer, Reply, tool_results
 from tests.fakes.redis_server import RedisServer
@@ -132,7 +132,12 @@ def test_a_chat_at_a_terminal_shows_every_sequence_and_obeys_none(
 
 def opsbot(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "bot", *args], capture_output=True, text=True, env=clean_env(**env), cwd=cwd, timeout=60
+        [sys.executable, "-m", "opsbot.bot", *args],
+        capture_output=True,
+        text=True,
+        env=clean_env(**env),
+        cwd=cwd,
+        timeout=60,
     )
 
 

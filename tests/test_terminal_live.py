@@ -9,9 +9,9 @@ import io
 
 from rich.console import Console
 
-from bot.agent import CallRecord, Step, StepDecision
-from bot.terminal.live import LIVE_MARGIN, LiveProgress
-from tools.base import CallStatus
+from opsbot.bot.agent import CallRecord, Step, StepDecision
+from opsbot.bot.terminal.live import LIVE_MARGIN, LiveProgress
+from opsbot.tools.base import CallStatus
 
 
 class Clock:

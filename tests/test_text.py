@@ -1,7 +1,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tools.text import cut_middle
+from opsbot.tools.text import cut_middle
 
 
 @given(text=st.text(max_size=2000), keep=st.integers(0, 2500), share=st.floats(0, 1))

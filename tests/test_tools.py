@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from config.policy import ConfigFile, Policy
-from config.settings import SAMPLE_CONFIG, Settings
-from tools.base import ErrorType, Registry, Tool, ToolResult, from_function
-from tools.catalog import ops_tools
-from tools.executor import Executor, Outcome, RetryPolicy, ToolCall
+from opsbot.config.policy import ConfigFile, Policy
+from opsbot.config.settings import SAMPLE_CONFIG, Settings
+from opsbot.tools.base import ErrorType, Registry, Tool, ToolResult, from_function
+from opsbot.tools.catalog import ops_tools
+from opsbot.tools.executor import Executor, Outcome, RetryPolicy, ToolCall
 
 SAMPLE_DIR = SAMPLE_CONFIG.parent
 FAST = RetryPolicy(timeout_s=10, retries=0, backoff_s=0.01)
@@ -450,10 +450,10 @@ def test_read_config_refuses_a_fifo_without_hanging(tmp_path: Path) -> None:
 
 
 def test_services_whose_names_look_secret_keep_their_descriptions() -> None:
-    from config.policy import Policy, Service
-    from tools.base import Registry
-    from tools.executor import Executor, ToolCall
-    from tools.services import list_services_tool
+    from opsbot.config.policy import Policy, Service
+    from opsbot.tools.base import Registry
+    from opsbot.tools.executor import Executor, ToolCall
+    from opsbot.tools.services import list_services_tool
 
     policy = Policy(
         services={
@@ -470,7 +470,7 @@ def test_services_whose_names_look_secret_keep_their_descriptions() -> None:
 
 
 def test_every_error_type_is_a_call_status_of_the_same_word() -> None:
-    from tools.base import CallStatus
+    from opsbot.tools.base import CallStatus
 
     assert [status.value for status in CallStatus] == ["ok", *(error.value for error in ErrorType)]
     assert ToolResult.failure(ErrorType.denied, "no").status is CallStatus.denied

@@ -19,8 +19,8 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from bot.agent import StopReason
-from bot.telemetry import tracing
+from opsbot.bot.agent import StopReason
+from opsbot.bot.telemetry import tracing
 from tests.fakes.model_server import Call, ModelServer, Reply, script
 from tests.fakes.serve_process import ROOT, base_env
 from tests.fakes.waiting import until
@@ -125,18 +125,18 @@ def test_without_the_endpoint_opentelemetry_is_never_imported(model_server: Call
     # metrics SDK itself whenever it is installed (redis/observability/providers.py).
     code = f"""
 import sys
-import bot.cli
-from bot.llm import ModelClient
-from bot.agent import Agent
-from bot.memory import InProcessMemory
-from config.settings import SAMPLE_CONFIG, Settings
-from tools.catalog import ops_tools
+import opsbot.bot.cli
+from opsbot.bot.llm import ModelClient
+from opsbot.bot.agent import Agent
+from opsbot.bot.memory import InProcessMemory
+from opsbot.config.settings import SAMPLE_CONFIG, Settings
+from opsbot.tools.catalog import ops_tools
 
 client = ModelClient(model="scripted", base_url={server.base_url!r}, max_retries=0)
 agent = Agent(client, InProcessMemory(), ops_tools(Settings.load(SAMPLE_CONFIG).policy))
 reply = agent.run("how is checkout?")
 assert reply.stop_reason.value == "answered" and len(reply.steps) == 2, reply
-assert "bot.telemetry.tracing" in sys.modules and "redis" not in sys.modules
+assert "opsbot.bot.telemetry.tracing" in sys.modules and "redis" not in sys.modules
 print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
 """
     env = {k: v for k, v in base_env().items() if not k.startswith("OTEL_")}

@@ -30,7 +30,15 @@ from typing import Any
 import pytest
 import yaml
 
-from config.policy import Command, ConfigRoot, Policy, Service
+from opsbot.config.policy import Command, ConfigRoot, Policy, Service
+from opsbot.tools.base import Registry, ToolResult
+from opsbot.tools.commands import run_command_tool
+from opsbot.tools.configs import read_config_tool
+from opsbot.tools.configs.formats import document
+from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
+from opsbot.tools.logs import query_logs_tool
+from opsbot.tools.redact import redact, redact_lines, redact_spanning, redact_text
+from opsbot.tools.redact.kubernetes import redact_env_pairs
 from tests.corpus.detectors import findings
 from tests.corpus.secrets import leaks
 from tests.corpus.vendor_secrets import (
@@ -42,14 +50,6 @@ from tests.corpus.vendor_secrets import (
     SecretManifest,
     VendorCase,
 )
-from tools.base import Registry, ToolResult
-from tools.commands import run_command_tool
-from tools.configs import read_config_tool
-from tools.configs.formats import document
-from tools.executor import Executor, RetryPolicy, ToolCall
-from tools.logs import query_logs_tool
-from tools.redact import redact, redact_lines, redact_spanning, redact_text
-from tools.redact.kubernetes import redact_env_pairs
 
 FAST = RetryPolicy(timeout_s=20, retries=0, backoff_s=0.01)
 CASE_IDS = [case.id for case in CASES]

@@ -1,6 +1,8 @@
 """The wheel is complete: built from a copy of the sources, installed into a fresh virtualenv
 outside the checkout, it runs `--version`, `check-config`, `ask "services"` and a `logs` direct
-command on the bundled sample from there, with nothing of the checkout on its path.
+command on the bundled sample from there, with nothing of the checkout on its path. It is one
+import package, `opsbot`: installed beside PyPI's `config` and `tools` packages, and used from a
+project with its own `config/` and `tools/`, opsbot and their modules all work.
 
 A fresh virtualenv would download the dependencies from PyPI on every run; this one finds them
 in the test's own environment instead (one path line), which holds opsbot only as an editable
@@ -14,12 +16,13 @@ import subprocess
 import sys
 import sysconfig
 import venv
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from bot.version import VERSION
+from opsbot.bot.version import VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("bot", "tools", "config", "pyproject.toml", "README.md")
@@ -48,6 +51,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         cwd=work,
     )
     [wheel] = (work / "dist").glob("opsbot-*.whl")
+    assert_one_package(wheel)
     env_dir = work / "env"
     venv.create(env_dir, with_pip=False)
     site = Path(sysconfig.get_path("purelib", vars={"base": str(env_dir), "platbase": str(env_dir)}))
@@ -90,7 +94,7 @@ def test_the_installed_wheel_is_what_runs(installed: Path, tmp_path: Path) -> No
     where = run(
         str(installed / "python"),
         "-c",
-        "import bot, config.settings as s; print(bot.__file__); print(s.SAMPLE_CONFIG)",
+        "import opsbot.bot as bot, opsbot.config.settings as s; print(bot.__file__); print(s.SAMPLE_CONFIG)",
         cwd=tmp_path,
     )
     package, sample = where.stdout.splitlines()
@@ -103,7 +107,7 @@ def test_version_check_config_and_direct_commands_work_from_the_wheel(installed:
     assert version.returncode == 0 and version.stdout.strip() == f"opsbot {VERSION}"
 
     sample = run(
-        str(installed / "python"), "-c", "from config.settings import SAMPLE_CONFIG as s; print(s)", cwd=tmp_path
+        str(installed / "python"), "-c", "from opsbot.config.settings import SAMPLE_CONFIG as s; print(s)", cwd=tmp_path
     )
     checked = opsbot(installed, "check-config", sample.stdout.strip(), cwd=tmp_path)
     assert checked.returncode == 0, checked.stderr
@@ -122,9 +126,58 @@ def test_the_builtin_eval_suite_is_in_the_wheel(installed: Path, tmp_path: Path)
     found = run(
         str(installed / "python"),
         "-c",
-        "from bot.eval import load_suite; s = load_suite('builtin'); print(len(s.scenarios)); "
-        "import bot.eval.suite as m; print(m.BUILTIN)",
+        "from opsbot.bot.eval import load_suite; s = load_suite('builtin'); print(len(s.scenarios)); "
+        "import opsbot.bot.eval.suite as m; print(m.BUILTIN)",
         cwd=tmp_path,
     )
     count, where = found.stdout.split()
     assert int(count) >= 20 and where.startswith(str(installed.parent))
+
+
+def assert_one_package(wheel: Path) -> None:
+    """The wheel holds `opsbot/` and its metadata only, and every package of the checkout."""
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    tops = {name.split("/")[0] for name in names}
+    assert tops == {"opsbot", f"opsbot-{VERSION}.dist-info"}, tops
+    packages = {
+        f"opsbot/{init.parent.relative_to(ROOT)}"
+        for top in ("bot", "tools", "config")
+        for init in (ROOT / top).rglob("__init__.py")
+    }
+    missing = {package for package in packages if f"{package}/__init__.py" not in names}
+    assert not missing, f"packages missing from [tool.setuptools] packages in pyproject.toml: {sorted(missing)}"
+
+
+# A project of the user's with its own `config` and `tools` packages, using opsbot's Python API
+# (README) beside them; PyPI's `config` and `tools` are installed in the environment too.
+USER_PROJECT = {
+    "config/__init__.py": "NAME = 'the user config'\n",
+    "tools/__init__.py": "NAME = 'the user tools'\n",
+    "main.py": """
+import config, tools
+from opsbot.bot.build import build_agent
+from opsbot.config.settings import SAMPLE_CONFIG, Settings
+from opsbot.config.policy import Policy
+
+settings = Settings.load(SAMPLE_CONFIG)
+agent = build_agent(settings)
+print(config.NAME, tools.NAME, isinstance(settings.policy, Policy), sorted(settings.policy.services))
+""",
+}
+
+
+def test_opsbot_lives_beside_pypis_config_and_tools_and_a_projects_own(installed: Path, tmp_path: Path) -> None:
+    python = str(installed / "python")
+    pypi = run(python, "-c", "import config, tools; print(config.Config.__name__, tools.__version__)", cwd=tmp_path)
+    assert pypi.stdout.split()[0] == "Config", "PyPI's `config` is the one installed, untouched"
+    assert opsbot(installed, "ask", "services", cwd=tmp_path).returncode == 0
+
+    project = tmp_path / "project"
+    for name, text in USER_PROJECT.items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(text)
+    used = run(python, "main.py", cwd=project)
+    assert used.stdout.strip() == "the user config the user tools True ['auth', 'checkout', 'payments']"
+    services = opsbot(installed, "ask", "services", cwd=project)
+    assert services.returncode == 0 and "checkout" in services.stdout, services.stderr

@@ -17,8 +17,8 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from config.policy import Principal
-from tools.text import cut_middle
+from ..config.policy import Principal
+from .text import cut_middle
 
 
 class ErrorType(StrEnum):

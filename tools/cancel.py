@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TypeVar
 
-from tools.background import Job
+from .background import Job
 
 # How often a waiting runner or executor looks at the event: a cancel is obeyed within this.
 POLL_S = 0.1

@@ -6,13 +6,13 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from config.policy import Policy, ToolStep, template_of
-from tools.base import Tool
-from tools.commands import run_command_tool
-from tools.configs import read_config_tool
-from tools.logs import query_logs_tool
-from tools.runbooks import list_runbooks_tool, read_runbook_tool
-from tools.services import list_services_tool
+from ..config.policy import Policy, ToolStep, template_of
+from .base import Tool
+from .commands import run_command_tool
+from .configs import read_config_tool
+from .logs import query_logs_tool
+from .runbooks import list_runbooks_tool, read_runbook_tool
+from .services import list_services_tool
 
 
 def ops_tools(policy: Policy) -> list[Tool[Any]]:

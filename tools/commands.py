@@ -29,9 +29,9 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from config.policy import Access, Command, Policy, Principal, check_values
-from tools.base import ErrorType, Tool, ToolResult
-from tools.runner import WORKING_DIRECTORY, Sandbox, as_tool_result, brief, run, which
+from ..config.policy import Access, Command, Policy, Principal, check_values
+from .base import ErrorType, Tool, ToolResult
+from .runner import WORKING_DIRECTORY, Sandbox, as_tool_result, brief, run, which
 
 ParamValue = StrictStr | StrictInt
 

@@ -16,12 +16,12 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
-from config.policy import Principal
-from tools import cancel
-from tools.background import Job
-from tools.base import ArgsT, ErrorType, Registry, Tool, ToolResult
-from tools.inert import inert, inert_data
-from tools.redact import redact
+from ..config.policy import Principal
+from . import cancel
+from .background import Job
+from .base import ArgsT, ErrorType, Registry, Tool, ToolResult
+from .inert import inert, inert_data
+from .redact import redact
 
 # What to do about a tool that did not finish in time: per tool where there is something
 # better to say than trying later.

@@ -11,10 +11,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from config.policy import Policy, Principal, Runbook
-from tools.base import Tool, ToolResult
-from tools.services import NoArgs
-from tools.text import plural
+from ..config.policy import Policy, Principal, Runbook
+from .base import Tool, ToolResult
+from .services import NoArgs
+from .text import plural
 
 
 class ReadRunbookArgs(BaseModel):

@@ -38,9 +38,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tools import cancel
-from tools.base import ErrorType, ToolResult
-from tools.text import plural, without_cut_words
+from . import cancel
+from .base import ErrorType, ToolResult
+from .text import plural, without_cut_words
 
 # A fixed search path, so executables cannot be swapped in through opsbot's own PATH.
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -7,9 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from config.policy import Policy, Principal
-from tools.base import Tool, ToolResult
-from tools.text import plural
+from ..config.policy import Policy, Principal
+from .base import Tool, ToolResult
+from .text import plural
 
 
 class NoArgs(BaseModel):

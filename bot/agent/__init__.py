@@ -5,7 +5,7 @@ This is the loop's face: front ends (the terminal, Slack, runbooks, eval) and th
 import from here. Below it, the loop's own helpers (budget, guards, context, summary, findings,
 tokens) and its words to people and the model (reply, prompts, answer_stream)."""
 
-from bot.agent.loop import Agent
-from bot.agent.reply import CallRecord, Progress, Reply, Step, StepDecision, StopReason
+from .loop import Agent
+from .reply import CallRecord, Progress, Reply, Step, StepDecision, StopReason
 
 __all__ = ["Agent", "CallRecord", "Progress", "Reply", "Step", "StepDecision", "StopReason"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import time
 
-from bot.agent.reply import Progress
-from tools.redact import might_be_key_material, redact_text
+from ...tools.redact import might_be_key_material, redact_text
+from .reply import Progress
 
 
 class AnswerLines:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.agent.guards import call_key
-from bot.agent.prompts import over_run_cap, over_step_cap
-from config.settings import LoopLimits
-from tools.base import ToolResult
-from tools.executor import Outcome, ToolCall
+from ...config.settings import LoopLimits
+from ...tools.base import ToolResult
+from ...tools.executor import Outcome, ToolCall
+from .guards import call_key
+from .prompts import over_run_cap, over_step_cap
 
 
 @dataclass(frozen=True)

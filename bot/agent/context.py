@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 
-from bot.agent.tokens import message_tokens
-from bot.messages import Block, Message
+from ..messages import Block, Message
+from .tokens import message_tokens
 
 
 def fit_prompt(

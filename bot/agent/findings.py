@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tools.base import ToolResult
-from tools.executor import Outcome
-from tools.text import cut_middle
+from ...tools.base import ToolResult
+from ...tools.executor import Outcome
+from ...tools.text import cut_middle
 
 FINDING_CHARS = 700
 FINDINGS = 2  # the newest distinct calls shown

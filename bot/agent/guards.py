@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from config.settings import LoopLimits
-from tools.base import CallStatus, ErrorType, ToolResult
-from tools.executor import ToolCall
+from ...config.settings import LoopLimits
+from ...tools.base import CallStatus, ErrorType, ToolResult
+from ...tools.executor import ToolCall
 
 
 class RepeatRecord(BaseModel):

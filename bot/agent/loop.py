@@ -21,12 +21,24 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.agent.answer_stream import AnswerLines
-from bot.agent.budget import CallBudget, Refusal
-from bot.agent.context import fit_prompt
-from bot.agent.findings import findings_text
-from bot.agent.guards import LoopGuard, Verdict, call_key, canonical_arguments
-from bot.agent.prompts import (
+from ...config.policy import Principal
+from ...config.settings import LoopLimits, MemorySettings
+from ...tools.base import ErrorType, Registry, Tool, brief
+from ...tools.cancel import Cancelled, abandonable, cancellable, requested
+from ...tools.commands import ApprovalRequest
+from ...tools.executor import Executor, Outcome, RetryPolicy, ToolCall
+from ...tools.redact import redact, redact_text
+from ..llm import Model, ModelTurn, ModelUnavailable, Usage, unique_ids
+from ..memory import Memory, MemoryUnavailable, ThreadBusy, ThreadState
+from ..messages import Block, Message
+from ..telemetry import metrics, tracing
+from ..telemetry.audit import Audit, AuditRecord, LoggedAudit, who
+from .answer_stream import AnswerLines
+from .budget import CallBudget, Refusal
+from .context import fit_prompt
+from .findings import findings_text
+from .guards import LoopGuard, Verdict, call_key, canonical_arguments
+from .prompts import (
     CANCELLED_NOTE,
     CUT_ANSWER,
     SYSTEM_PROMPT,
@@ -43,21 +55,9 @@ from bot.agent.prompts import (
     stopped_text,
     unsaved_answer_note,
 )
-from bot.agent.reply import CallRecord, Progress, Reply, Step, StepDecision, StopReason
-from bot.agent.summary import blocks_to_fold, write_summary
-from bot.agent.tokens import CHARS_PER_TOKEN
-from bot.llm import Model, ModelTurn, ModelUnavailable, Usage, unique_ids
-from bot.memory import Memory, MemoryUnavailable, ThreadBusy, ThreadState
-from bot.messages import Block, Message
-from bot.telemetry import metrics, tracing
-from bot.telemetry.audit import Audit, AuditRecord, LoggedAudit, who
-from config.policy import Principal
-from config.settings import LoopLimits, MemorySettings
-from tools.base import ErrorType, Registry, Tool, brief
-from tools.cancel import Cancelled, abandonable, cancellable, requested
-from tools.commands import ApprovalRequest
-from tools.executor import Executor, Outcome, RetryPolicy, ToolCall
-from tools.redact import redact, redact_text
+from .reply import CallRecord, Progress, Reply, Step, StepDecision, StopReason
+from .summary import blocks_to_fold, write_summary
+from .tokens import CHARS_PER_TOKEN
 
 log = logging.getLogger("opsbot.steps")
 REASONING_LOG_CHARS = 4_000

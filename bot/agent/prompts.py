@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from bot.agent.reply import Step, StopReason
-from bot.llm import ModelUnavailable
-from bot.messages import Message
-from config.settings import LoopLimits
-from tools.base import ErrorType, ToolResult
+from ...config.settings import LoopLimits
+from ...tools.base import ErrorType, ToolResult
+from ..llm import ModelUnavailable
+from ..messages import Message
+from .reply import Step, StopReason
 
 SYSTEM_PROMPT = """You are opsbot, an assistant for on-call engineers.
 Find out what is wrong using the tools: list_services shows what exists; query_logs reads a

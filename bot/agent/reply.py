@@ -7,9 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from bot.llm import Usage
-from tools.base import CallStatus
-from tools.commands import ApprovalRequest
+from ...tools.base import CallStatus
+from ...tools.commands import ApprovalRequest
+from ..llm import Usage
 
 
 class StopReason(StrEnum):

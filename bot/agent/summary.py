@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
-from bot.agent.tokens import blocks_tokens, cut_middle
-from bot.llm import Model, ModelUnavailable, Usage
-from bot.messages import Block, Message
+from ..llm import Model, ModelUnavailable, Usage
+from ..messages import Block, Message
+from .tokens import blocks_tokens, cut_middle
 
 SUMMARY_PROMPT = """You keep the running summary of an on-call conversation between engineers and opsbot.
 Merge the new turns into the summary so far. Keep facts, identifiers (services, hosts, request ids,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bot.messages import Block, Message
-from tools.text import cut_middle as middle
+from ...tools.text import cut_middle as middle
+from ..messages import Block, Message
 
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 4

@@ -4,11 +4,11 @@ This package only receives: it authenticates, parses, caps and deduplicates, the
 alert to a callback. Choosing a runbook and talking to Slack happen elsewhere, on a worker.
 """
 
-from bot.alerts.alertmanager import parse_alertmanager
-from bot.alerts.hooks import ALERTMANAGER_PATH, PAGERDUTY_PATH, AlertAuth, AlertHooks
-from bot.alerts.models import Alert, BadPayload
-from bot.alerts.pagerduty import parse_pagerduty, verify_signature
-from bot.alerts.queue import ALIVE_TTL_S, AlertQueue
+from .alertmanager import parse_alertmanager
+from .hooks import ALERTMANAGER_PATH, PAGERDUTY_PATH, AlertAuth, AlertHooks
+from .models import Alert, BadPayload
+from .pagerduty import parse_pagerduty, verify_signature
+from .queue import ALIVE_TTL_S, AlertQueue
 
 __all__ = [
     "ALERTMANAGER_PATH",

@@ -14,7 +14,7 @@ from typing import Literal
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.alerts.models import Alert, BadPayload, Timestamp, describe
+from .models import Alert, BadPayload, Timestamp, describe
 
 SUPPORTED_VERSION = "4"
 # 1 MB of body holds ~10k minimal alerts; past this many the rest are left out, said aloud, as

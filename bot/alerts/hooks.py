@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, SecretStr, field_validator, model_validator
 
-from bot.alerts.alertmanager import parse_alertmanager
-from bot.alerts.models import Alert, BadPayload
-from bot.alerts.pagerduty import parse_pagerduty, verify_signature
-from bot.telemetry import metrics
-from bot.web.body import BodyRefused, read_body
+from ..telemetry import metrics
+from ..web.body import BodyRefused, read_body
+from .alertmanager import parse_alertmanager
+from .models import Alert, BadPayload
+from .pagerduty import parse_pagerduty, verify_signature
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Strict, ValidationError, model_validator
 
-from tools.inert import inert
+from ...tools.inert import inert
 
 MAX_LABELS = 64
 MAX_ANNOTATIONS = 32

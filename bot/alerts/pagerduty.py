@@ -20,7 +20,7 @@ from typing import Any, Literal
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.alerts.models import Alert, BadPayload, Timestamp, describe
+from .models import Alert, BadPayload, Timestamp, describe
 
 FIRING_EVENTS = frozenset({"incident.triggered", "incident.reopened"})
 RESOLVED_EVENTS = frozenset({"incident.resolved"})

@@ -9,8 +9,8 @@ that stopped refreshing left in its list goes back to the queue (`requeue_orphan
 
 from __future__ import annotations
 
-from bot.alerts.models import Alert
-from bot.redis.client import RedisClient
+from ..redis.client import RedisClient
+from .models import Alert
 
 _TAKE = """
 for i = 2, #KEYS do

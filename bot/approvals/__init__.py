@@ -5,10 +5,10 @@ rule of who may decide (rules.py), claims each decision once, runs exactly the a
 and hands the outcome back to whoever waits. Front ends only show requests and forward clicks.
 """
 
-from bot.approvals.requests import Claim, Decision, HandBack, Pending, Verdict
-from bot.approvals.rules import deciders_of
-from bot.approvals.service import KEEP_AFTER_EXPIRY_S, Approvals, View, Waiting
-from bot.approvals.store import ApprovalStore, ApprovalsUnavailable, InProcessApprovalStore, RedisApprovalStore
+from .requests import Claim, Decision, HandBack, Pending, Verdict
+from .rules import deciders_of
+from .service import KEEP_AFTER_EXPIRY_S, Approvals, View, Waiting
+from .store import ApprovalStore, ApprovalsUnavailable, InProcessApprovalStore, RedisApprovalStore
 
 __all__ = [
     "ApprovalStore",

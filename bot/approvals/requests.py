@@ -14,10 +14,10 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from config.policy import Gate, Principal
-from tools.base import ToolResult
-from tools.commands import ApprovalRequest
-from tools.redact import redact_text
+from ...config.policy import Gate, Principal
+from ...tools.base import ToolResult
+from ...tools.commands import ApprovalRequest
+from ...tools.redact import redact_text
 
 
 class HandBack(StrEnum):

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from bot.approvals.requests import Pending
-from config.policy import Access, Policy, Principal
-from tools.base import ToolResult
-from tools.commands import check_approval
+from ...config.policy import Access, Policy, Principal
+from ...tools.base import ToolResult
+from ...tools.commands import check_approval
+from .requests import Pending
 
 OTHER_TEAM = "only members of opsbot's own workspace may decide on its requests"
 

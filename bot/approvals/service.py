@@ -24,15 +24,15 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from bot.approvals import rules
-from bot.approvals.requests import Claim, Decision, HandBack, Pending, Verdict
-from bot.approvals.store import ApprovalStore
-from bot.telemetry import metrics
-from bot.telemetry.audit import Audit, AuditRecord, Kind, LoggedAudit, who
-from config.policy import Gate, Policy, Principal
-from tools.base import ErrorType, ToolResult
-from tools.commands import ApprovalRequest, run_approved
-from tools.executor import redact_result
+from ...config.policy import Gate, Policy, Principal
+from ...tools.base import ErrorType, ToolResult
+from ...tools.commands import ApprovalRequest, run_approved
+from ...tools.executor import redact_result
+from ..telemetry import metrics
+from ..telemetry.audit import Audit, AuditRecord, Kind, LoggedAudit, who
+from . import rules
+from .requests import Claim, Decision, HandBack, Pending, Verdict
+from .store import ApprovalStore
 
 log = logging.getLogger("opsbot.approvals")
 

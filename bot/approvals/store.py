@@ -11,11 +11,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from bot.approvals.requests import Claim, Pending
-from bot.telemetry import metrics
+from ..telemetry import metrics
+from .requests import Claim, Pending
 
 if TYPE_CHECKING:
-    from bot.redis.client import RedisClient
+    from ..redis.client import RedisClient
 
 T = TypeVar("T")
 
@@ -69,7 +69,7 @@ def _alive(table: dict[str, tuple[float, T]], key: str, now: float) -> T | None:
 class RedisApprovalStore:
     def __init__(self, redis: RedisClient | str, prefix: str = "opsbot:approval") -> None:
         # redis-py only where Redis is used: the terminal's in-process store never imports it.
-        from bot.redis.client import connect
+        from ..redis.client import connect
 
         self._redis = connect(redis) if isinstance(redis, str) else redis
         self.prefix = prefix
@@ -94,7 +94,7 @@ class RedisApprovalStore:
         return f"{self.prefix}:{{{request_id}}}"
 
     def _call(self, func: Callable[[], Any]) -> Any:
-        from bot.redis.client import REDIS_ERRORS, describe_client
+        from ..redis.client import REDIS_ERRORS, describe_client
 
         try:
             return func()

@@ -11,11 +11,11 @@ import json
 import time
 from typing import Any
 
-from bot.agent.prompts import SYSTEM_PROMPT
-from bot.eval.results import CallSeen, Transcript
-from tools.base import ErrorType, Registry, ToolResult
-from tools.executor import Executor, RetryPolicy, ToolCall
-from tools.redact import redact_text
+from ...tools.base import ErrorType, Registry, ToolResult
+from ...tools.executor import Executor, RetryPolicy, ToolCall
+from ...tools.redact import redact_text
+from ..agent.prompts import SYSTEM_PROMPT
+from .results import CallSeen, Transcript
 
 _NO_FEEDBACK = {ErrorType.invalid_args, ErrorType.unknown_tool}
 

@@ -9,8 +9,8 @@ import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bot.eval.suite import CommandFixture, Scenario
-from config.policy import Command, ConfigRoot, Policy, Service
+from ...config.policy import Command, ConfigRoot, Policy, Service
+from .suite import CommandFixture, Scenario
 
 _NOW = re.compile(r"\{now(?:-(\d+)([smhd]))?\}")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}

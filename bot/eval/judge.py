@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bot.eval.results import Loop, ScenarioRun, Transcript
-from bot.eval.suite import Scenario
-from bot.eval.watch import Watch
+from .results import Loop, ScenarioRun, Transcript
+from .suite import Scenario
+from .watch import Watch
 
 # The loop stopped because something bounded it, not because the model answered.
 GUARD_STOPS = frozenset({"repeated_call", "loop_detected", "max_steps", "max_calls", "time_budget"})

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 
 from rich.table import Table
 
-from bot.eval.results import EvalReport, Figure, Loop, ScenarioRun, Summary
+from .results import EvalReport, Figure, Loop, ScenarioRun, Summary
 
 LOOPS: tuple[Loop, ...] = ("opsbot", "bare")
 LOOP_NAMES = {"opsbot": "opsbot's loop", "bare": "bare loop"}

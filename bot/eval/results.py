@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from bot.eval.suite import Kind
+from .suite import Kind
 
 RESULTS_VERSION = 1
 Loop = Literal["opsbot", "bare"]

@@ -9,19 +9,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bot.agent import Agent
-from bot.build import build_model
-from bot.eval.bare import BareLoop
-from bot.eval.fixture import build
-from bot.eval.judge import judge
-from bot.eval.report import LOOPS, summarize
-from bot.eval.results import CallSeen, EvalReport, Loop, ScenarioRun, Transcript
-from bot.eval.suite import Scenario, Suite
-from bot.eval.watch import Watch
-from bot.memory import InProcessMemory
-from bot.version import VERSION
-from config.settings import Settings
-from tools.redact import redact_text
+from ...config.settings import Settings
+from ...tools.redact import redact_text
+from ..agent import Agent
+from ..build import build_model
+from ..memory import InProcessMemory
+from ..version import VERSION
+from .bare import BareLoop
+from .fixture import build
+from .judge import judge
+from .report import LOOPS, summarize
+from .results import CallSeen, EvalReport, Loop, ScenarioRun, Transcript
+from .suite import Scenario, Suite
+from .watch import Watch
 
 
 def evaluate(

@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from bot.eval.suite import Fault
-from config.policy import Policy, Principal
-from tools.base import ErrorType, Registry, Tool, ToolResult
-from tools.catalog import ops_tools
+from ...config.policy import Policy, Principal
+from ...tools.base import ErrorType, Registry, Tool, ToolResult
+from ...tools.catalog import ops_tools
+from .suite import Fault
 
 _FAULTS = {
     "timeout": (ErrorType.timeout, "{tool} did not finish within 30s", True),

@@ -4,12 +4,12 @@ textcalls.py (calls written as text), reasoning.py (thinking kept apart), shapin
 (template-safe requests, unique call ids), streaming.py (replies in pieces, answer text as it
 comes), turns.py (what a call comes to)."""
 
-from bot.llm.client import ModelClient
-from bot.llm.model import Model
-from bot.llm.protocols import Protocol
-from bot.llm.shaping import unique_ids
-from bot.llm.streaming import TextSink
-from bot.llm.turns import ModelTurn, ModelUnavailable, Usage
+from .client import ModelClient
+from .model import Model
+from .protocols import Protocol
+from .shaping import unique_ids
+from .streaming import TextSink
+from .turns import ModelTurn, ModelUnavailable, Usage
 
 __all__ = [
     "Model",

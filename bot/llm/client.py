@@ -26,16 +26,16 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from bot.llm.protocols import Protocol, TextReply, read, render, speaks_react
-from bot.llm.reasoning import reasoning_field, split_thinking
-from bot.llm.shaping import template_safe, unique_ids
-from bot.llm.streaming import Assembled, TextSink, assemble
-from bot.llm.textcalls import calls_in_text
-from bot.llm.turns import ModelTurn, ModelUnavailable, Usage
-from bot.messages import ToolCallSpec
-from bot.telemetry import metrics, tracing
-from tools.cancel import Cancelled
-from tools.redact import redact_text
+from ...tools.cancel import Cancelled
+from ...tools.redact import redact_text
+from ..messages import ToolCallSpec
+from ..telemetry import metrics, tracing
+from .protocols import Protocol, TextReply, read, render, speaks_react
+from .reasoning import reasoning_field, split_thinking
+from .shaping import template_safe, unique_ids
+from .streaming import Assembled, TextSink, assemble
+from .textcalls import calls_in_text
+from .turns import ModelTurn, ModelUnavailable, Usage
 
 if TYPE_CHECKING:
     # Imported where a client is made or its errors are read: `openai` takes most of a second to

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from bot.llm.streaming import TextSink
-from bot.llm.turns import ModelTurn
+from .streaming import TextSink
+from .turns import ModelTurn
 
 
 class Model(Protocol):

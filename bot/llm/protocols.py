@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from bot.llm.textcalls import calls_in_text
+from .textcalls import calls_in_text
 
 
 class Protocol(StrEnum):

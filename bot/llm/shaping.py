@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from bot.messages import ToolCallSpec
+from ..messages import ToolCallSpec
 
 
 def template_safe(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

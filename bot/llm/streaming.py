@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bot.llm.protocols import Protocol as Speech
-from tools import cancel
+from ...tools import cancel
+from .protocols import Protocol as Speech
 
 
 class TextSink(Protocol):

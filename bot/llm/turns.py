@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from bot.messages import ToolCallSpec
+from ..messages import ToolCallSpec
 
 
 class Usage(BaseModel):

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from bot.messages import Block
+from ..messages import Block
 
 
 class MemoryUnavailable(Exception):

@@ -18,10 +18,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bot.memory.base import MemoryUnavailable, ThreadBusy, ThreadState, first_turn_start
-from bot.messages import Block
-from bot.redis.client import REDIS_ERRORS, RedisClient, connect, describe
-from bot.telemetry import metrics
+from ..messages import Block
+from ..redis.client import REDIS_ERRORS, RedisClient, connect, describe
+from ..telemetry import metrics
+from .base import MemoryUnavailable, ThreadBusy, ThreadState, first_turn_start
 
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end

@@ -19,7 +19,7 @@ from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 
-from config.redis_url import RedisTarget, parse_redis_url
+from ...config.redis_url import RedisTarget, parse_redis_url
 
 RedisClient = redis.Redis | RedisCluster
 # A cluster client's own errors (no node reachable, slots not covered) are not RedisErrors.

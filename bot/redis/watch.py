@@ -9,7 +9,7 @@ import redis
 from pydantic import BaseModel, ConfigDict
 from redis.cluster import RedisCluster
 
-from bot.redis.client import RedisClient
+from .client import RedisClient
 
 
 class Persistence(BaseModel):

@@ -6,12 +6,12 @@ decisions reach a run through the approvals service (bot/approvals), which hands
 engine. Nothing here knows about Slack.
 """
 
-from bot.runbooks.engine import MAX_STEPS, Explainer, Reporter, RunbookEngine, RunRefused, runbook_digest
-from bot.runbooks.explain import model_explainer
-from bot.runbooks.records import RunRecord, RunStatus, StepKind, StepRecord, StepStatus
-from bot.runbooks.recovery import Recovery
-from bot.runbooks.store import InProcessRunStore, RedisRunStore, RunStore, RunStoreUnavailable
-from bot.runbooks.templates import TemplateError, condition_holds, fill, fill_text
+from .engine import MAX_STEPS, Explainer, Reporter, RunbookEngine, RunRefused, runbook_digest
+from .explain import model_explainer
+from .records import RunRecord, RunStatus, StepKind, StepRecord, StepStatus
+from .recovery import Recovery
+from .store import InProcessRunStore, RedisRunStore, RunStore, RunStoreUnavailable
+from .templates import TemplateError, condition_holds, fill, fill_text
 
 __all__ = [
     "Explainer",

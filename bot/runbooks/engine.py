@@ -37,16 +37,16 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
-from bot.approvals import Approvals, Decision, HandBack, Pending, Verdict
-from bot.runbooks.records import RunRecord, StepKind, StepRecord
-from bot.runbooks.store import RunStore, RunStoreUnavailable, RunUnreadable
-from bot.runbooks.templates import TemplateError, condition_holds, fill, fill_text
-from bot.telemetry import metrics
-from bot.telemetry.audit import Audit, AuditRecord, LoggedAudit, who
-from config.policy import END, ApprovalStep, BranchStep, ExplainStep, Policy, Principal, Runbook, ToolStep
-from tools.base import ErrorType, ToolResult
-from tools.commands import ApprovalRequest
-from tools.executor import Executor, RetryPolicy, ToolCall
+from ...config.policy import END, ApprovalStep, BranchStep, ExplainStep, Policy, Principal, Runbook, ToolStep
+from ...tools.base import ErrorType, ToolResult
+from ...tools.commands import ApprovalRequest
+from ...tools.executor import Executor, RetryPolicy, ToolCall
+from ..approvals import Approvals, Decision, HandBack, Pending, Verdict
+from ..telemetry import metrics
+from ..telemetry.audit import Audit, AuditRecord, LoggedAudit, who
+from .records import RunRecord, StepKind, StepRecord
+from .store import RunStore, RunStoreUnavailable, RunUnreadable
+from .templates import TemplateError, condition_holds, fill, fill_text
 
 log = logging.getLogger(__name__)
 

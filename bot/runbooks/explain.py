@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from bot.llm import Model, ModelUnavailable
-from bot.runbooks.engine import Explainer
-from bot.runbooks.records import RunRecord
-from tools.redact import redact_text
+from ...tools.redact import redact_text
+from ..llm import Model, ModelUnavailable
+from .engine import Explainer
+from .records import RunRecord
 
 _SYSTEM = (
     "You are opsbot, summarising the results of an on-call runbook for engineers. The results are "

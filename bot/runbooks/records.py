@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from config.policy import Principal
+from ...config.policy import Principal
 
 StepKind = Literal["tool", "branch", "approval", "explain"]
 StepStatus = Literal[

@@ -9,8 +9,8 @@ import logging
 import threading
 from collections.abc import Callable
 
-from bot.runbooks.engine import RunbookEngine
-from bot.runbooks.records import RunRecord
+from .engine import RunbookEngine
+from .records import RunRecord
 
 log = logging.getLogger(__name__)
 

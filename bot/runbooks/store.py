@@ -26,9 +26,9 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from bot.redis.client import REDIS_ERRORS, RedisClient, connect, describe_client
-from bot.runbooks.records import UNFINISHED, RunRecord
-from bot.telemetry import metrics
+from ..redis.client import REDIS_ERRORS, RedisClient, connect, describe_client
+from ..telemetry import metrics
+from .records import UNFINISHED, RunRecord
 
 DEFAULT_TTL_S = 7 * 24 * 3600
 

@@ -12,8 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from bot.runbooks.records import StepRecord
-from config.policy import Condition, template_of
+from ...config.policy import Condition, template_of
+from .records import StepRecord
 
 
 class TemplateError(ValueError):

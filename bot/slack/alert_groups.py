@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from bot.alerts import Alert
-from bot.redis.client import RedisClient
-from bot.slack.jobs import ThreadRef
+from ..alerts import Alert
+from ..redis.client import RedisClient
+from .jobs import ThreadRef
 
 GROUP_TTL_S = 7 * 24 * 3600
 

@@ -36,19 +36,19 @@ from collections.abc import Callable
 
 from slack_sdk import WebClient
 
-from bot.agent.prompts import alert_first_look
-from bot.alerts import ALIVE_TTL_S, Alert, AlertQueue
-from bot.redis.client import REDIS_ERRORS, RedisClient
-from bot.runbooks import RunbookEngine, RunRefused
-from bot.slack.alert_groups import AlertGroups, Claim
-from bot.slack.blocks import escape, group_blocks
-from bot.slack.delivery import WorkerPool
-from bot.slack.jobs import Job, ThreadRef
-from bot.slack.posting import post_once, post_or_log, replace
-from bot.telemetry import metrics
-from config.policy import Policy, Principal, Runbook, Trigger
-from config.settings import AlertSettings
-from tools.redact import redact_text
+from ...config.policy import Policy, Principal, Runbook, Trigger
+from ...config.settings import AlertSettings
+from ...tools.redact import redact_text
+from ..agent.prompts import alert_first_look
+from ..alerts import ALIVE_TTL_S, Alert, AlertQueue
+from ..redis.client import REDIS_ERRORS, RedisClient
+from ..runbooks import RunbookEngine, RunRefused
+from ..telemetry import metrics
+from .alert_groups import AlertGroups, Claim
+from .blocks import escape, group_blocks
+from .delivery import WorkerPool
+from .jobs import Job, ThreadRef
+from .posting import post_once, post_or_log, replace
 
 log = logging.getLogger("opsbot.alerts")
 

@@ -13,26 +13,26 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
-from bot.agent import Agent
-from bot.approvals import Approvals, HandBack, RedisApprovalStore
-from bot.build import build_agent
-from bot.redis.client import REDIS_ERRORS, connect, describe
-from bot.runbooks import Recovery, RedisRunStore, RunbookEngine, model_explainer
-from bot.slack.alerts import AlertRouter
-from bot.slack.approval_requests import SlackRequests, ThreadContinuations
-from bot.slack.conversation import Conversation
-from bot.slack.delivery import Dispatcher, WorkerPool
-from bot.slack.intake import BotIdentity, Intake
-from bot.slack.janitor import Janitor
-from bot.slack.journal import Journal
-from bot.slack.listeners import actions, commands, events
-from bot.slack.outbound import GuardedClient, Outbound
-from bot.slack.pacing import ChannelPacer, PacedClient, rate_limit_retries
-from bot.slack.principals import Directory
-from bot.slack.runbook_runs import ThreadReporter
-from bot.slack.state import SlackState
-from config.settings import Settings
-from tools.catalog import runbook_arg_problems
+from ...config.settings import Settings
+from ...tools.catalog import runbook_arg_problems
+from ..agent import Agent
+from ..approvals import Approvals, HandBack, RedisApprovalStore
+from ..build import build_agent
+from ..redis.client import REDIS_ERRORS, connect, describe
+from ..runbooks import Recovery, RedisRunStore, RunbookEngine, model_explainer
+from .alerts import AlertRouter
+from .approval_requests import SlackRequests, ThreadContinuations
+from .conversation import Conversation
+from .delivery import Dispatcher, WorkerPool
+from .intake import BotIdentity, Intake
+from .janitor import Janitor
+from .journal import Journal
+from .listeners import actions, commands, events
+from .outbound import GuardedClient, Outbound
+from .pacing import ChannelPacer, PacedClient, rate_limit_retries
+from .principals import Directory
+from .runbook_runs import ThreadReporter
+from .state import SlackState
 
 log = logging.getLogger("opsbot.slack")
 

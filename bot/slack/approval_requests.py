@@ -11,13 +11,13 @@ from collections.abc import Callable
 
 from slack_sdk import WebClient
 
-from bot.agent.prompts import approval_outcome
-from bot.approvals import Approvals, Decision, HandBack, Pending, Verdict
-from bot.commands import render_result
-from bot.slack.blocks import approval_blocks, decision_blocks, escape, mention, output_blocks
-from bot.slack.jobs import Job, ThreadRef
-from bot.slack.posting import PostFailed, post_once, replace, tell
-from config.policy import Principal
+from ...config.policy import Principal
+from ..agent.prompts import approval_outcome
+from ..approvals import Approvals, Decision, HandBack, Pending, Verdict
+from ..commands import render_result
+from .blocks import approval_blocks, decision_blocks, escape, mention, output_blocks
+from .jobs import Job, ThreadRef
+from .posting import PostFailed, post_once, replace, tell
 
 log = logging.getLogger("opsbot.slack")
 

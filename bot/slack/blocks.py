@@ -12,15 +12,15 @@ import json
 from typing import Any
 from urllib.parse import quote
 
-from bot.agent import Reply, Step
-from bot.agent.prompts import UNCHECKED
-from bot.alerts import Alert
-from bot.approvals import Pending
-from bot.slack.alert_groups import GroupView, Member
-from bot.slack.outside import own
-from tools.base import CallStatus
-from tools.redact import redact_text
-from tools.text import cut_middle
+from ...tools.base import CallStatus
+from ...tools.redact import redact_text
+from ...tools.text import cut_middle
+from ..agent import Reply, Step
+from ..agent.prompts import UNCHECKED
+from ..alerts import Alert
+from ..approvals import Pending
+from .alert_groups import GroupView, Member
+from .outside import own
 
 Block = dict[str, Any]
 

@@ -14,24 +14,24 @@ from urllib.error import URLError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot.agent import Agent, Progress, Reply, StopReason
-from bot.agent.prompts import with_thread_context
-from bot.approvals import Approvals, ApprovalsUnavailable, HandBack
-from bot.commands import DirectCommand, Question, RunbookRequest, run_command
-from bot.redis.client import REDIS_ERRORS
-from bot.runbooks import RunbookEngine, RunRefused
-from bot.slack.approval_requests import SlackRequests
-from bot.slack.blocks import ANSWER_EVENT, answer_blocks, context_line, escape, mention, output_blocks
-from bot.slack.delivery import Deferred
-from bot.slack.jobs import Job, ThreadRef
-from bot.slack.outbound import GuardedWebhook, Outbound
-from bot.slack.posting import PostFailed, find_marked, post_once
-from bot.slack.principals import Directory
-from bot.slack.progress import SlackProgress
-from bot.telemetry import metrics
-from config.settings import SlackSettings
-from tools.commands import ApprovalRequest
-from tools.redact import redact_text
+from ...config.settings import SlackSettings
+from ...tools.commands import ApprovalRequest
+from ...tools.redact import redact_text
+from ..agent import Agent, Progress, Reply, StopReason
+from ..agent.prompts import with_thread_context
+from ..approvals import Approvals, ApprovalsUnavailable, HandBack
+from ..commands import DirectCommand, Question, RunbookRequest, run_command
+from ..redis.client import REDIS_ERRORS
+from ..runbooks import RunbookEngine, RunRefused
+from ..telemetry import metrics
+from .approval_requests import SlackRequests
+from .blocks import ANSWER_EVENT, answer_blocks, context_line, escape, mention, output_blocks
+from .delivery import Deferred
+from .jobs import Job, ThreadRef
+from .outbound import GuardedWebhook, Outbound
+from .posting import PostFailed, find_marked, post_once
+from .principals import Directory
+from .progress import SlackProgress
 
 log = logging.getLogger("opsbot.slack")
 

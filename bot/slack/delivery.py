@@ -18,11 +18,11 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bot.redis.client import REDIS_ERRORS
-from bot.slack.jobs import Job
-from bot.slack.journal import Journal
-from bot.slack.state import Accepted, SlackState
-from bot.telemetry import metrics
+from ..redis.client import REDIS_ERRORS
+from ..telemetry import metrics
+from .jobs import Job
+from .journal import Journal
+from .state import Accepted, SlackState
 
 log = logging.getLogger("opsbot.slack")
 

@@ -9,14 +9,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from bot.commands import USAGE, Builtin, Decision, NotACommand, Question, decide
-from bot.memory import Memory, MemoryUnavailable
-from bot.redis.client import REDIS_ERRORS
-from bot.slack.delivery import Dispatcher
-from bot.slack.jobs import Job, ThreadRef
-from bot.telemetry import metrics
-from config.policy import Policy
-from config.settings import SlackSettings
+from ...config.policy import Policy
+from ...config.settings import SlackSettings
+from ..commands import USAGE, Builtin, Decision, NotACommand, Question, decide
+from ..memory import Memory, MemoryUnavailable
+from ..redis.client import REDIS_ERRORS
+from ..telemetry import metrics
+from .delivery import Dispatcher
+from .jobs import Job, ThreadRef
 
 log = logging.getLogger("opsbot.slack")
 

@@ -17,10 +17,10 @@ import threading
 import time
 from collections.abc import Callable
 
-from bot.redis.client import REDIS_ERRORS
-from bot.redis.watch import Persistence, persistence, server_ids
-from bot.slack.delivery import Dispatcher
-from bot.telemetry import metrics
+from ..redis.client import REDIS_ERRORS
+from ..redis.watch import Persistence, persistence, server_ids
+from ..telemetry import metrics
+from .delivery import Dispatcher
 
 log = logging.getLogger("opsbot.slack")
 

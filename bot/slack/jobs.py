@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.commands import Decision, Question
-from config.policy import Principal
+from ...config.policy import Principal
+from ..commands import Decision, Question
 
 
 class ThreadRef(BaseModel):

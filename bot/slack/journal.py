@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.slack.jobs import Job
+from .jobs import Job
 
 log = logging.getLogger("opsbot.slack")
 

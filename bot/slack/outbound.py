@@ -33,8 +33,8 @@ from slack_sdk.web.slack_response import SlackResponse
 from slack_sdk.webhook import WebhookClient
 from slack_sdk.webhook.webhook_response import WebhookResponse
 
-from bot.slack.outside import Outside
-from bot.slack.pacing import PacedClient
+from .outside import Outside
+from .pacing import PacedClient
 
 # Arguments whose value is text people see.
 _TEXT_ARGS = frozenset({"text", "markdown_text", "status", "title", "initial_comment", "alt_text"})

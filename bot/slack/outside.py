@@ -35,7 +35,7 @@ from typing import Any
 from linkify_it import LinkifyIt
 from linkify_it.tlds import TLDS
 
-from tools.inert import inert
+from ...tools.inert import inert
 
 _OPEN, _CLOSE = "\ue000", "\ue001"
 _NONCE = secrets.token_hex(8)

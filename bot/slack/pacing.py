@@ -27,8 +27,8 @@ from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.slack_response import SlackResponse
 
-from bot.redis.client import RedisClient
-from bot.telemetry import metrics
+from ..redis.client import RedisClient
+from ..telemetry import metrics
 
 log = logging.getLogger("opsbot.slack")
 

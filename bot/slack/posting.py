@@ -29,7 +29,7 @@ from urllib.error import URLError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot.slack.blocks import ANSWER_EVENT, Block
+from .blocks import ANSWER_EVENT, Block
 
 log = logging.getLogger("opsbot.slack")
 

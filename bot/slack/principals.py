@@ -14,7 +14,7 @@ from urllib.error import URLError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from config.policy import Principal
+from ...config.policy import Principal
 
 log = logging.getLogger("opsbot.slack")
 

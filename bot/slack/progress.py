@@ -32,10 +32,10 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.chat_stream import ChatStream
 
-from bot.agent import Progress, Reply, Step
-from bot.agent.answer_stream import AnswerPreview
-from bot.slack import posting
-from bot.slack.blocks import (
+from ..agent import Progress, Reply, Step
+from ..agent.answer_stream import AnswerPreview
+from . import posting
+from .blocks import (
     MARKDOWN_CHARS,
     THINKING_NOTE,
     answer_blocks,
@@ -46,8 +46,8 @@ from bot.slack.blocks import (
     step_lines,
     steps_message,
 )
-from bot.slack.jobs import Job
-from bot.slack.posting import marker, may_have_landed, post_once
+from .jobs import Job
+from .posting import marker, may_have_landed, post_once
 
 log = logging.getLogger("opsbot.slack")
 

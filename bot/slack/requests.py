@@ -23,7 +23,7 @@ from slack_bolt.adapter.wsgi.http_request import WsgiHttpRequest
 from slack_bolt.adapter.wsgi.http_response import WsgiHttpResponse
 from slack_sdk.signature import SignatureVerifier
 
-from bot.web.body import BodyRefused, read_body
+from ..web.body import BodyRefused, read_body
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIEnvironment

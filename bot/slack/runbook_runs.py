@@ -15,12 +15,12 @@ from urllib.error import URLError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot.approvals import Approvals, Pending
-from bot.runbooks import RunRecord, StepRecord
-from bot.slack.approval_requests import SlackRequests
-from bot.slack.blocks import Block, escape, section, step_blocks
-from bot.slack.jobs import ThreadRef
-from bot.slack.posting import PostFailed, post_or_log
+from ..approvals import Approvals, Pending
+from ..runbooks import RunRecord, StepRecord
+from .approval_requests import SlackRequests
+from .blocks import Block, escape, section, step_blocks
+from .jobs import ThreadRef
+from .posting import PostFailed, post_or_log
 
 log = logging.getLogger("opsbot.slack")
 

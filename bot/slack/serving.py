@@ -19,12 +19,12 @@ from slack_bolt.adapter.socket_mode import SocketModeHandler
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_sdk.errors import SlackApiError
 
-from bot.alerts import AlertAuth, AlertHooks
-from bot.slack.app import SlackApp, StartupError, app_token, build_slack_app
-from bot.slack.requests import SlackEvents
-from bot.telemetry import metrics, tracing
-from bot.web.server import WebApp, serve
-from config.settings import Settings
+from ...config.settings import Settings
+from ..alerts import AlertAuth, AlertHooks
+from ..telemetry import metrics, tracing
+from ..web.server import WebApp, serve
+from .app import SlackApp, StartupError, app_token, build_slack_app
+from .requests import SlackEvents
 
 
 def serve_slack(settings: Settings, http: bool, port: int, started: Callable[[SlackApp], None]) -> None:

@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.redis.client import REDIS_ERRORS, RedisClient
-from bot.slack.jobs import Job
-from bot.telemetry import metrics
+from ..redis.client import REDIS_ERRORS, RedisClient
+from ..telemetry import metrics
+from .jobs import Job
 
 # KEYS of every thread script, in this order: 1 queue (zset id -> ts), 2 jobs (hash id -> job),
 # 3 marks (hash id -> flags: f first in thread, r resumed), 4 drain (lease token), 5 inflight (id

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from config.policy import Principal
-from tools.redact import redact
+from ...config.policy import Principal
+from ...tools.redact import redact
 
 if TYPE_CHECKING:
-    from bot.redis.client import RedisClient
+    from ..redis.client import RedisClient
 
 log = logging.getLogger("opsbot.audit")
 
@@ -96,7 +96,7 @@ class RedisAudit(LoggedAudit):
         self.clock = clock
 
     def record(self, entry: AuditRecord) -> None:
-        from bot.redis.client import REDIS_ERRORS
+        from ..redis.client import REDIS_ERRORS
 
         super().record(entry)
         oldest = int((self.clock() - self.ttl_s) * 1000)

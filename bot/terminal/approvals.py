@@ -17,14 +17,14 @@ from types import FrameType
 
 from rich.console import Console
 
-from bot.agent.prompts import approval_outcome
-from bot.approvals import Approvals, Decision, HandBack, InProcessApprovalStore, Pending, Verdict, deciders_of
-from bot.commands import render_result
-from bot.telemetry.audit import Audit
-from bot.terminal.prompt import Prompter
-from bot.terminal.screen import say
-from config.policy import Policy, Principal
-from tools.commands import ApprovalRequest
+from ...config.policy import Policy, Principal
+from ...tools.commands import ApprovalRequest
+from ..agent.prompts import approval_outcome
+from ..approvals import Approvals, Decision, HandBack, InProcessApprovalStore, Pending, Verdict, deciders_of
+from ..commands import render_result
+from ..telemetry.audit import Audit
+from .prompt import Prompter
+from .screen import say
 
 
 class TerminalApprovals:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from prompt_toolkit.completion import NestedCompleter
 
-from bot.commands import NAMES
-from config.policy import Policy
-from tools.logs import LEVELS
+from ...config.policy import Policy
+from ...tools.logs import LEVELS
+from ..commands import NAMES
 
 LEAVE = ("exit", "quit")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import platformdirs
 from prompt_toolkit.history import FileHistory
 
-from tools.redact import redact_text
+from ...tools.redact import redact_text
 
 HISTORY_FILE = "history"
 

@@ -20,11 +20,11 @@ from rich.markdown import Markdown
 from rich.segment import Segment
 from rich.spinner import Spinner
 
-from bot.agent import Progress, Step
-from bot.agent.answer_stream import AnswerPreview
-from bot.terminal.screen import say
-from bot.terminal.steps import call_line, call_style, started_line
-from tools.inert import inert
+from ...tools.inert import inert
+from ..agent import Progress, Step
+from ..agent.answer_stream import AnswerPreview
+from .screen import say
+from .steps import call_line, call_style, started_line
 
 REFRESH_PER_SECOND = 8
 # Screen lines the live area leaves free: the step lines above it stay in view.

@@ -9,10 +9,10 @@ from typing import Any
 
 from rich.console import Console
 
-from bot.agent import Progress, Step
-from bot.agent.answer_stream import AnswerPreview
-from bot.terminal.screen import say
-from bot.terminal.steps import call_line, call_style, started_line
+from ..agent import Progress, Step
+from ..agent.answer_stream import AnswerPreview
+from .screen import say
+from .steps import call_line, call_style, started_line
 
 THINKING_NOTE = "  (the lines above were the model's thinking, not its answer)"
 

@@ -16,7 +16,7 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import Completer
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
-from bot.terminal.history import RedactedHistory
+from .history import RedactedHistory
 
 YES = ("y", "yes")
 

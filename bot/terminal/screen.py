@@ -29,7 +29,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 
-from tools.inert import inert
+from ...tools.inert import inert
 
 
 class Screen(Console):

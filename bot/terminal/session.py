@@ -13,21 +13,21 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from bot.agent import Agent, Reply, StopReason
-from bot.agent.prompts import UNCHECKED, no_model_text
-from bot.commands import CommandOutput, Question, decide, run_command
-from bot.terminal.approvals import TerminalApprovals
-from bot.terminal.completion import LEAVE, completer
-from bot.terminal.history import history_path
-from bot.terminal.live import LiveProgress
-from bot.terminal.plain import PlainProgress
-from bot.terminal.prompt import EditingPrompter, LinePrompter, Prompter
-from bot.terminal.screen import console, rendered, say
-from bot.terminal.user import TERMINAL_USER
-from config.policy import Policy
-from tools.background import Job
-from tools.cancel import cancellable
-from tools.commands import ApprovalRequest
+from ...config.policy import Policy
+from ...tools.background import Job
+from ...tools.cancel import cancellable
+from ...tools.commands import ApprovalRequest
+from ..agent import Agent, Reply, StopReason
+from ..agent.prompts import UNCHECKED, no_model_text
+from ..commands import CommandOutput, Question, decide, run_command
+from .approvals import TerminalApprovals
+from .completion import LEAVE, completer
+from .history import history_path
+from .live import LiveProgress
+from .plain import PlainProgress
+from .prompt import EditingPrompter, LinePrompter, Prompter
+from .screen import console, rendered, say
+from .user import TERMINAL_USER
 
 PROMPT = "you> "
 ANSWER_PROMPT = "opsbot> "

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bot.agent import CallRecord
-from tools.base import CallStatus
+from ...tools.base import CallStatus
+from ..agent import CallRecord
 
 
 def shown_args(args: Any) -> str:

@@ -5,6 +5,6 @@ from __future__ import annotations
 
 import getpass
 
-from config.policy import Principal
+from ...config.policy import Principal
 
 TERMINAL_USER = Principal(platform="cli", user=getpass.getuser())

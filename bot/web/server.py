@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import waitress
 
-from bot.telemetry import metrics
-from config.settings import HttpSettings
+from ...config.settings import HttpSettings
+from ..telemetry import metrics
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment

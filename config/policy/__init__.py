@@ -6,10 +6,10 @@ roots), runbooks (the runbook format), whole (the Policy that holds them all and
 across them). Code outside the package imports these names from here.
 """
 
-from config.policy.base import Access, Name, Principal, Strict
-from config.policy.commands import Command, check_values, control_character
-from config.policy.configs import NEVER_READ, ConfigFile, ConfigRoot
-from config.policy.runbooks import (
+from .base import Access, Name, Principal, Strict
+from .commands import Command, check_values, control_character
+from .configs import NEVER_READ, ConfigFile, ConfigRoot
+from .runbooks import (
     END,
     STEP_TAGS,
     ApprovalStep,
@@ -22,8 +22,8 @@ from config.policy.runbooks import (
     Trigger,
     template_of,
 )
-from config.policy.services import Service
-from config.policy.whole import FILLED_PARAMS, Policy, log_command_problem
+from .services import Service
+from .whole import FILLED_PARAMS, Policy, log_command_problem
 
 __all__ = [
     "END",

@@ -60,7 +60,7 @@ from typing import Annotated, Literal, NamedTuple
 
 from pydantic import ByteSize, Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
-from config.policy.base import Access, Strict, absolute
+from .base import Access, Strict, absolute
 
 MAX_VALUE_CHARS = 1024
 END_OF_OPTIONS = frozenset({"--", "--end-of-options"})

@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import Field, field_validator
 
-from config.policy.base import Access, Strict, absolute
+from .base import Access, Strict, absolute
 
 # Key material, whose copies (`tls.key.bak`, `tls.key~`, `tls.pem.old`) are as secret as the original.
 _KEY_SUFFIXES = ("pem", "key", "p12", "pfx", "jks", "keystore", "ppk", "gpg", "kdbx")

@@ -54,8 +54,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Field, StringConstraints, Tag, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from config.policy.base import Access, Name, Strict
-from config.policy.commands import Parameter, check_values
+from .base import Access, Name, Strict
+from .commands import Parameter, check_values
 
 StepId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")]
 END = "end"

@@ -57,7 +57,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, StringConstraints, ValidationInfo, field_validator
 
-from config.policy.base import Access, Name, Strict, absolute
+from .base import Access, Name, Strict, absolute
 
 # A systemd unit name (nginx.service, getty@tty1.service, app-*.service as journalctl's glob);
 # never starting with '-', so it cannot be read as an option.

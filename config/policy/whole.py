@@ -12,11 +12,11 @@ from pathlib import Path
 from pydantic import Field, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from config.policy.base import Name, Strict, absolute
-from config.policy.commands import Command
-from config.policy.configs import ConfigFile
-from config.policy.runbooks import Runbook
-from config.policy.services import Service
+from .base import Name, Strict, absolute
+from .commands import Command
+from .configs import ConfigFile
+from .runbooks import Runbook
+from .services import Service
 
 # The parameters query_logs fills in a log_command (config/policy/services.py says how).
 FILLED_PARAMS = ("since", "lines")

@@ -39,10 +39,10 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from config.policy import Policy, Service  # noqa: E402
-from tools.base import Registry  # noqa: E402
-from tools.executor import Executor, RetryPolicy, ToolCall  # noqa: E402
-from tools.logs import query_logs_tool  # noqa: E402
+from opsbot.config.policy import Policy, Service  # noqa: E402
+from opsbot.tools.base import Registry  # noqa: E402
+from opsbot.tools.executor import Executor, RetryPolicy, ToolCall  # noqa: E402
+from opsbot.tools.logs import query_logs_tool  # noqa: E402
 
 REPEAT = 5
 TARGET_S = 1.0

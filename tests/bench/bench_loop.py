@@ -31,13 +31,14 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bot.agent.loop import Agent  # noqa: E402
-from bot.llm import ModelClient  # noqa: E402
-from bot.llm.shaping import template_safe  # noqa: E402
-from bot.llm.streaming import Assembled  # noqa: E402
-from bot.memory import InProcessMemory, Memory  # noqa: E402
-from bot.memory.redis import RedisMemory  # noqa: E402
-from config.settings import SAMPLE_CONFIG, LoopLimits, MemorySettings, Settings  # noqa: E402
+from opsbot.bot.agent.loop import Agent  # noqa: E402
+from opsbot.bot.llm import ModelClient  # noqa: E402
+from opsbot.bot.llm.shaping import template_safe  # noqa: E402
+from opsbot.bot.llm.streaming import Assembled  # noqa: E402
+from opsbot.bot.memory import InProcessMemory, Memory  # noqa: E402
+from opsbot.bot.memory.redis import RedisMemory  # noqa: E402
+from opsbot.config.settings import SAMPLE_CONFIG, LoopLimits, MemorySettings, Settings  # noqa: E402
+from opsbot.tools.catalog import ops_tools  # noqa: E402
 from tests.fakes.model_server import (  # noqa: E402
     Call,
     ModelServer,
@@ -48,7 +49,6 @@ from tests.fakes.model_server import (  # noqa: E402
     tool_results,
 )
 from tests.fakes.redis_server import RedisServer  # noqa: E402
-from tools.catalog import ops_tools  # noqa: E402
 
 RUNS = 30
 WARMUP = 5

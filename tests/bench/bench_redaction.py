@@ -30,14 +30,14 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from config.policy import Policy, Service  # noqa: E402
+from opsbot.config.policy import Policy, Service  # noqa: E402
+from opsbot.tools.base import Registry  # noqa: E402
+from opsbot.tools.executor import Executor, RetryPolicy, ToolCall  # noqa: E402
+from opsbot.tools.logs import query_logs_tool  # noqa: E402
+from opsbot.tools.redact import redact_lines, redact_spanning, redact_text  # noqa: E402
 from tests.corpus.benign import BENIGN  # noqa: E402
 from tests.corpus.detectors import findings  # noqa: E402
 from tests.corpus.secrets import KINDS, leaks  # noqa: E402
-from tools.base import Registry  # noqa: E402
-from tools.executor import Executor, RetryPolicy, ToolCall  # noqa: E402
-from tools.logs import query_logs_tool  # noqa: E402
-from tools.redact import redact_lines, redact_spanning, redact_text  # noqa: E402
 
 MIB = 1024 * 1024
 REPEAT = 5
@@ -153,8 +153,8 @@ def queries(path: Path) -> None:
     for label, args in QUERIES:
         redacted, summary = timed(executor, args)
         with (
-            mock.patch("tools.logs.scan.redact_spanning", lambda text: text),
-            mock.patch("tools.logs.match.redact_lines", lambda text: text),
+            mock.patch("opsbot.tools.logs.scan.redact_spanning", lambda text: text),
+            mock.patch("opsbot.tools.logs.match.redact_lines", lambda text: text),
         ):
             raw, _ = timed(executor, args)
         print(f"  {label:<30} {redacted * 1000:7.1f} ms | {raw * 1000:7.1f} ms  | {summary}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bot.runbooks import RunRecord
+from opsbot.bot.runbooks import RunRecord
 
 
 def run_record(run_id: str, status: str = "running", version: int = 0, ms_later: int = 0) -> RunRecord:

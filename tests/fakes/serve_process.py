@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from config.settings import SAMPLE_CONFIG
+from opsbot.config.settings import SAMPLE_CONFIG
 from tests.fakes.redis_server import free_port
 from tests.fakes.waiting import until
 
@@ -38,7 +38,7 @@ def base_env() -> dict[str, str]:
 
 
 def command(*args: str, config: Path = SAMPLE_CONFIG) -> list[str]:
-    return [sys.executable, "-m", "bot", "--config", str(config), *args]
+    return [sys.executable, "-m", "opsbot.bot", "--config", str(config), *args]
 
 
 def run_cli(env: dict[str, str], args: tuple[str, ...] = ("serve", "--http"), timeout: float = 30.0) -> tuple[int, str]:

@@ -14,19 +14,19 @@ import redis
 from slack_bolt.request import BoltRequest
 from slack_bolt.response import BoltResponse
 
-from bot.agent import Agent
-from bot.build import build_audit
-from bot.llm import ModelClient
-from bot.memory.redis import RedisMemory
-from bot.redis.client import RedisClient
-from bot.slack.app import SlackApp, build_slack_app
-from config.policy import Policy
-from config.settings import AlertSettings, LoopLimits, MemorySettings, Settings, SlackSettings
+from opsbot.bot.agent import Agent
+from opsbot.bot.build import build_audit
+from opsbot.bot.llm import ModelClient
+from opsbot.bot.memory.redis import RedisMemory
+from opsbot.bot.redis.client import RedisClient
+from opsbot.bot.slack.app import SlackApp, build_slack_app
+from opsbot.config.policy import Policy
+from opsbot.config.settings import AlertSettings, LoopLimits, MemorySettings, Settings, SlackSettings
+from opsbot.tools.catalog import ops_tools
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import ModelServer
 from tests.fakes.slack_api import SlackApi
 from tests.fakes.waiting import until
-from tools.catalog import ops_tools
 
 SECRET = "test-signing-secret"
 TOKEN = "xoxb-test"

@@ -27,7 +27,7 @@ class Terminal:
         self.raw = b""
         self.child = pexpect.spawn(
             sys.executable,
-            ["-m", "bot", *args],
+            ["-m", "opsbot.bot", *args],
             env={**env, "TERM": "xterm-256color", "COLUMNS": str(COLUMNS), "LINES": str(ROWS)},
             cwd=str(cwd),
             dimensions=(ROWS, COLUMNS),

@@ -5,6 +5,6 @@ keys), read (the tool: what was opened, redacted and answered). The rest of opsb
 tool from here.
 """
 
-from tools.configs.read import read_config_tool
+from .read import read_config_tool
 
 __all__ = ["read_config_tool"]

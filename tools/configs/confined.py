@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
-from config.policy import ConfigRoot, control_character
+from ...config.policy import ConfigRoot, control_character
 
 MAX_PATH_CHARS = 1024
 MAX_LINK_HOPS = 40  # as the kernel's own limit: a loop of links ends, it does not spin

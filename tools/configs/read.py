@@ -17,10 +17,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from config.policy import ConfigRoot, Policy, Principal
-from tools import redact
-from tools.base import ErrorType, Tool, ToolResult
-from tools.configs.confined import (
+from ...config.policy import ConfigRoot, Policy, Principal
+from .. import redact
+from ..base import ErrorType, Tool, ToolResult
+from ..text import plural, without_cut_words
+from .confined import (
     LIST_DEPTH,
     LIST_FILES,
     HardLinked,
@@ -39,8 +40,7 @@ from tools.configs.confined import (
     resolve,
     walk,
 )
-from tools.configs.formats import MAX_KEY_TRIES, Miss, Unparsable, document, format_of, key_value
-from tools.text import plural, without_cut_words
+from .formats import MAX_KEY_TRIES, Miss, Unparsable, document, format_of, key_value
 
 NEARBY = 20
 

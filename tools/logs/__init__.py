@@ -56,21 +56,24 @@ by timestamp (an untimed line keeps its place after the line before it) and the 
 shown; a failing source is a note as long as another one answered.
 """
 
-from tools.logs.args import QueryLogsArgs
-from tools.logs.files import log_files
-from tools.logs.levels import LEVELS, Level, misspelling_of, parse_level
-from tools.logs.query import query_logs, query_logs_tool
-from tools.logs.sources import Readers, readers_for
+from .args import QueryLogsArgs
+from .files import log_files
+from .levels import LEVELS, Level, misspelling_of, parse_level
+from .query import query_logs, query_logs_tool
+from .sources import Readers, readers_for
+from .time import TIME_HINT, time_arg
 
 __all__ = [
     "LEVELS",
     "Level",
     "QueryLogsArgs",
     "Readers",
+    "TIME_HINT",
     "log_files",
     "misspelling_of",
     "parse_level",
     "query_logs",
     "query_logs_tool",
     "readers_for",
+    "time_arg",
 ]

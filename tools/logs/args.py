@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from tools.logs.levels import UnknownLevel, parse_level
+from .levels import UnknownLevel, parse_level
 
 
 class QueryLogsArgs(BaseModel):

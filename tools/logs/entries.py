@@ -31,9 +31,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from tools.logs.filters import Filters
-from tools.logs.stamps import stamp_at
-from tools.logs.time import first_stamp
+from .filters import Filters
+from .stamps import stamp_at
+from .time import first_stamp
 
 # How far the readers look for the start or the end of one entry; a longer one is split.
 ENTRY_REACH = 4 * 1024 * 1024

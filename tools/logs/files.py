@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from tools.logs.entries import ENTRY_REACH, Grouping, Modes
-from tools.logs.filters import Filters
-from tools.logs.stamps import stamp_at
+from .entries import ENTRY_REACH, Grouping, Modes
+from .filters import Filters
+from .stamps import stamp_at
 
 MIB = 1024 * 1024
 BLOCK_BYTES = MIB

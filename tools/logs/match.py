@@ -19,16 +19,15 @@ from typing import Any
 import ahocorasick
 import regex
 
-from tools.base import ErrorType, ToolResult
-from tools.logs.entries import Grouping
-from tools.logs.filters import Filters, Prefilter
-from tools.logs.levels import LEVELS as LEVELS  # query.py reads it from here
-from tools.logs.levels import level_rank
-from tools.logs.levels import level_tokens as _level_tokens  # its name before levels.py: prefilter_for unchanged
-from tools.logs.time import Verdict, time_of
-from tools.redact import marker_free, redact_lines
-from tools.redact.pem import MARKER as PEM_MARKER
-from tools.redact.pem import in_body_run, redact_body_runs
+from ..base import ErrorType, ToolResult
+from ..redact import MARKER as PEM_MARKER
+from ..redact import in_body_run, marker_free, redact_body_runs, redact_lines
+from .entries import Grouping
+from .filters import Filters, Prefilter
+from .levels import LEVELS as LEVELS  # query.py reads it from here
+from .levels import level_rank
+from .levels import level_tokens as _level_tokens  # its name before levels.py: prefilter_for unchanged
+from .time import Verdict, time_of
 
 REGEX_SEARCH_SECONDS = 0.5
 

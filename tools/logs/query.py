@@ -9,13 +9,15 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from config.policy import Policy, Principal, Service
-from tools.base import ErrorType, Tool, ToolResult
-from tools.logs.args import QueryLogsArgs
-from tools.logs.files import log_files
-from tools.logs.filters import Filters
-from tools.logs.match import LEVELS, REGEX_SEARCH_SECONDS, RegexTooSlow, compile_regex, prefilter_for, shape_of
-from tools.logs.scan import (
+from ...config.policy import Policy, Principal, Service
+from ..base import ErrorType, Tool, ToolResult
+from ..runner import which
+from ..text import plural
+from .args import QueryLogsArgs
+from .files import log_files
+from .filters import Filters
+from .match import LEVELS, REGEX_SEARCH_SECONDS, RegexTooSlow, compile_regex, prefilter_for, shape_of
+from .scan import (
     ENTRY_HEAD_LINES,
     ENTRY_TAIL_LINES,
     MAX_LINE_CHARS,
@@ -25,11 +27,9 @@ from tools.logs.scan import (
     mb,
     scan_files,
 )
-from tools.logs.sources import JOURNAL_TIMEOUT_S, REAP_GRACE_S, Readers, query_command, query_journal, readers_for
-from tools.logs.stamps import STYLES, stamp_at
-from tools.logs.time import time_arg
-from tools.runner import which
-from tools.text import plural
+from .sources import JOURNAL_TIMEOUT_S, REAP_GRACE_S, Readers, query_command, query_journal, readers_for
+from .stamps import STYLES, stamp_at
+from .time import time_arg
 
 OUTPUT_BYTES = 16_000
 

@@ -27,8 +27,9 @@ from typing import IO, Any
 
 import regex
 
-from tools.logs.entries import Grouping
-from tools.logs.files import (
+from ..redact import redact_spanning
+from .entries import Grouping
+from .files import (
     BLOCK_BYTES,
     DAMAGE,
     MIB,
@@ -42,10 +43,9 @@ from tools.logs.files import (
     raw_backwards,
     windows,
 )
-from tools.logs.filters import Filters
-from tools.logs.match import OutOfTime, match_block
-from tools.logs.time import Verdict, judge
-from tools.redact import redact_spanning
+from .filters import Filters
+from .match import OutOfTime, match_block
+from .time import Verdict, judge
 
 # Once `limit` lines are found, counting goes on only this far, so a plain "last 50 errors" stays fast.
 COUNT_SCAN_BYTES = 16 * MIB

@@ -9,16 +9,16 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from config.policy import Command, Policy, Principal, log_command_problem
-from tools.base import ErrorType, ToolResult
-from tools.commands import CommandBook
-from tools.logs.args import QueryLogsArgs
-from tools.logs.files import MIB
-from tools.logs.filters import Filters
-from tools.logs.match import prefilter_for
-from tools.logs.scan import Part, Scan, mb, scan_text
-from tools.redact import redact_text
-from tools.runner import SYSTEM_PATH, Completed, Sandbox, run, which
+from ...config.policy import Command, Policy, Principal, log_command_problem
+from ..base import ErrorType, ToolResult
+from ..commands import CommandBook
+from ..redact import redact_text
+from ..runner import SYSTEM_PATH, Completed, Sandbox, run, which
+from .args import QueryLogsArgs
+from .files import MIB
+from .filters import Filters
+from .match import prefilter_for
+from .scan import Part, Scan, mb, scan_text
 
 # journald: at most this many entries per query, this much output, this long.
 JOURNAL_ENTRIES = 10_000

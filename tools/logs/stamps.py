@@ -22,7 +22,7 @@ import re
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Final
 
-from tools.logs.filters import Filters
+from .filters import Filters
 
 STYLES: Final = (
     "ISO-8601 and its log forms (2026-12-01T10:00:00Z, '2026-12-01 10:00:00,123', 2026/12/01 10:00:00), "

@@ -7,9 +7,9 @@ import re
 from datetime import datetime, tzinfo
 from enum import Enum
 
-from tools.base import ErrorType, ToolResult
-from tools.logs.filters import Filters
-from tools.logs.stamps import epoch, stamp_at
+from ..base import ErrorType, ToolResult
+from .filters import Filters
+from .stamps import epoch, stamp_at
 
 # How many lines to look through for a timestamp before calling a block untimed.
 STAMP_PROBE_LINES = 1_000

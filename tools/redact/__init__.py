@@ -38,15 +38,20 @@ Every pattern runs in linear time on any input: quantifiers that could overlap a
 bounded, and decisions that would need backtracking are made in Python on the match instead.
 """
 
-from tools.redact.markers import Kind, marker, marker_free
-from tools.redact.structure import redact, redact_structure
-from tools.redact.text import redact_lines, redact_spanning, redact_text
+from .markers import Kind, marker, marker_free
+from .pem import MARKER, in_body_run, might_be_key_material, redact_body_runs
+from .structure import redact, redact_structure
+from .text import redact_lines, redact_spanning, redact_text
 
 __all__ = [
     "Kind",
+    "MARKER",
+    "in_body_run",
     "marker",
     "marker_free",
+    "might_be_key_material",
     "redact",
+    "redact_body_runs",
     "redact_lines",
     "redact_spanning",
     "redact_structure",

@@ -18,8 +18,8 @@ import math
 import re
 from collections import Counter
 
-from tools.redact.find import sub_at
-from tools.redact.markers import MARKER, Kind, harmless, marker
+from .find import sub_at
+from .markers import MARKER, Kind, harmless, marker
 
 # The key id shape (tools/redact/shapes.py) leaves a marker this rule starts from.
 AWS_NEEDLES = ("aws", "akia", "asia", "abia", "acca", "a3t")

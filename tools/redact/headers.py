@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from tools.redact.find import sub_at
-from tools.redact.markers import MARKER, Kind, harmless, marker
+from .find import sub_at
+from .markers import MARKER, Kind, harmless, marker
 
 NEEDLES = ("authorization", "bearer")
 

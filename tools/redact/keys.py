@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import re
 
-from tools.redact.markers import Kind
+from .markers import Kind
 
 # A glued prefix is allowed (PGPASSWORD, AUTHTOKEN, dbpassword); `pass`, `pwd` and `sig` only as
 # whole words (DB_PASS, dbPass, smtp_pwd, ?sig=), since as substrings they are in bypass,

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 
-from tools.redact import secret_json, secret_yaml
-from tools.redact.keys import secret_key
-from tools.redact.markers import Kind, harmless, marker
-from tools.redact.pairs import QUOTE, SEPARATOR, VALUE, value_group
+from . import secret_json, secret_yaml
+from .keys import secret_key
+from .markers import Kind, harmless, marker
+from .pairs import QUOTE, SEPARATOR, VALUE, value_group
 
 # Kubernetes env and ECS task definitions: `- name: DB_PASSWORD` then `value: x`, or one JSON object.
 _ENV_PAIR = re.compile(

@@ -14,7 +14,7 @@ import re
 import ahocorasick
 import regex
 
-from tools.redact.keys import (
+from .keys import (
     SECRET_NEEDLES,
     SECRET_WORD,
     VENDOR_WORDS,
@@ -25,8 +25,8 @@ from tools.redact.keys import (
     shaped_key,
     vendor_key,
 )
-from tools.redact.markers import Kind, harmless, marker
-from tools.redact.vendors import key_shaped, vendor_credential
+from .markers import Kind, harmless, marker
+from .vendors import key_shaped, vendor_credential
 
 NEEDLES = (*SECRET_NEEDLES, *VENDOR_WORDS, "--", "</")
 

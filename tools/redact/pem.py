@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from tools.redact.markers import Kind, marker
+from .markers import Kind, marker
 
 _PEM_LABEL = r"[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----"
 _PEM_END = re.compile(rf"-----END{_PEM_LABEL}")

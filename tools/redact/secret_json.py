@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from tools.redact.markers import Kind, marker
+from .markers import Kind, marker
 
 SECRET = marker(Kind.kubernetes_secret)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tools.redact.markers import Kind, marker
+from .markers import Kind, marker
 
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _HEX = frozenset("0123456789abcdef")

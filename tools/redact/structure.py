@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tools.redact.headers import authorization_value
-from tools.redact.keys import (
+from .headers import authorization_value
+from .keys import (
     AUTHORIZATION_KEYS,
     STRUCTURE_ONLY_KEYS,
     counts,
@@ -19,10 +19,10 @@ from tools.redact.keys import (
     shaped_key,
     vendor_key,
 )
-from tools.redact.markers import Kind, harmless, marker, markers_only
-from tools.redact.shapes import SHAPES
-from tools.redact.text import redact_text
-from tools.redact.vendors import key_shaped, vendor_credential
+from .markers import Kind, harmless, marker, markers_only
+from .shapes import SHAPES
+from .text import redact_text
+from .vendors import key_shaped, vendor_credential
 
 
 def redact(value: Any) -> Any:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import ahocorasick
 
-from tools.redact import context, headers, kubernetes, pairs, pem, urls, vendors
-from tools.redact.shapes import SHAPES
+from . import context, headers, kubernetes, pairs, pem, urls, vendors
+from .shapes import SHAPES
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from tools.redact.markers import Kind, harmless, marker
+from .markers import Kind, harmless, marker
 
 NEEDLES = ("://",)
 

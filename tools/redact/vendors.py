@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import ahocorasick
 
-from tools.redact.keys import words
-from tools.redact.markers import Kind, harmless, marker
+from .keys import words
+from .markers import Kind, harmless, marker
 
 _RUN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+-")
 _HEX_LOWER = frozenset("0123456789abcdef")

@@ -13,16 +13,16 @@ from typing import Any, NamedTuple
 
 from slack_bolt import Ack, App
 
-from bot.approvals import ApprovalsUnavailable
-from bot.redis.client import REDIS_ERRORS
-from bot.runbooks import RunStoreUnavailable
-from bot.slack.approval_requests import SlackRequests
-from bot.slack.blocks import APPROVE, DENY, FEEDBACK
-from bot.slack.delivery import WorkerPool
-from bot.slack.posting import tell
-from bot.slack.principals import Directory
-from bot.slack.state import SlackState
-from bot.telemetry import metrics
+from ...approvals import ApprovalsUnavailable
+from ...redis.client import REDIS_ERRORS
+from ...runbooks import RunStoreUnavailable
+from ...telemetry import metrics
+from ..approval_requests import SlackRequests
+from ..blocks import APPROVE, DENY, FEEDBACK
+from ..delivery import WorkerPool
+from ..posting import tell
+from ..principals import Directory
+from ..state import SlackState
 
 log = logging.getLogger("opsbot.feedback")
 

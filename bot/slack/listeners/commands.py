@@ -7,9 +7,9 @@ from typing import Any
 
 from slack_bolt import Ack, App
 
-from bot.slack.intake import Intake
-from bot.slack.outbound import Outbound
-from bot.telemetry import metrics
+from ...telemetry import metrics
+from ..intake import Intake
+from ..outbound import Outbound
 
 
 def register(app: App, intake: Intake, outbound: Outbound) -> None:

@@ -8,8 +8,8 @@ from typing import Any
 
 from slack_bolt import App, BoltRequest, BoltResponse
 
-from bot.slack.intake import Intake
-from bot.telemetry import metrics
+from ...telemetry import metrics
+from ..intake import Intake
 
 # Slack retries an event it got no 2xx for three times (at once, after a minute, after five);
 # the third retry is its last.
