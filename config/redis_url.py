@@ -17,7 +17,7 @@ would take `redis://cache/zero` as database 0 and `redis://:6379` as localhost.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Literal
 from urllib.parse import SplitResult, unquote, urlsplit
 
@@ -50,6 +50,7 @@ class RedisTarget:
 
     kind: Literal["server", "sentinel", "cluster"]
     url: str
+    _: KW_ONLY
     nodes: tuple[tuple[str, int], ...] = ()
     service: str = ""
     db: int = 0
@@ -126,7 +127,7 @@ def _multi(url: str, scheme: str) -> RedisTarget:
     if scheme == CLUSTER_SCHEME:
         if any(s not in ("", "0") for s in segments):
             raise _fail(scheme, f"ends in /{path}, but a Redis Cluster has database 0 only", "end it after the hosts")
-        return RedisTarget("cluster", url, nodes, username=username, password=password)
+        return RedisTarget("cluster", url, nodes=nodes, username=username, password=password)
     if not segments:
         raise _fail(
             scheme, "names no Sentinel service", "write the master's name the sentinels monitor after the hosts"
@@ -134,7 +135,7 @@ def _multi(url: str, scheme: str) -> RedisTarget:
     if len(segments) > 2 or (len(segments) == 2 and not segments[1].isdigit()):
         raise _fail(scheme, f"ends in /{path}, which is not /service or /service/db", "end it with /service/0")
     db = int(segments[1]) if len(segments) == 2 else 0
-    return RedisTarget("sentinel", url, nodes, segments[0], db, username, password)
+    return RedisTarget("sentinel", url, nodes=nodes, service=segments[0], db=db, username=username, password=password)
 
 
 def _credentials(userinfo: str) -> tuple[str | None, str | None]:

@@ -62,7 +62,7 @@ def _tool_problems(step: ToolStep, policy: Policy) -> list[tuple[tuple[str, ...]
                     "a write command's parameter cannot come from a step's output; use a runbook parameter",
                 )
                 for key, value in params.items()
-                if (template := template_of(value)) is not None and template[0] == "steps"
+                if (template := template_of(value)) is not None and template.namespace == "steps"
             ]
         return found
     if step.tool not in ("query_logs", "read_config"):

@@ -95,7 +95,7 @@ def test_a_tool_that_cannot_be_stopped_is_no_longer_waited_for() -> None:
     from opsbot.tools.executor import Executor, ToolCall
 
     release = threading.Event()
-    stuck = Tool("stuck", "waits", NoArgs, lambda args, who: release.wait(60))
+    stuck = Tool("stuck", "waits", args_model=NoArgs, run=lambda args, who: release.wait(60))
     executor = Executor(Registry([stuck]))
     started = time.monotonic()
     with cancellable(cancel_after(0.3)):

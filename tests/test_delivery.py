@@ -354,7 +354,9 @@ def test_after_a_restart_the_janitor_holds_its_leases_at_once_and_requeues_one_l
         release.wait(10)
 
     pool = WorkerPool(4, 0)
-    dispatcher = Dispatcher(state, pool, handle, Journal(), 3600, on_takeover=lambda thread: None)
+    dispatcher = Dispatcher(
+        state, pool, handle=handle, journal=Journal(), dedupe_ttl_s=3600, on_takeover=lambda thread: None
+    )
     clock = Clock()
     janitor = Janitor(dispatcher, clock=clock)
     janitor.look()
@@ -399,7 +401,14 @@ def process_on(redis: RedisServer, lease_s: float = 3.0) -> Process:
     handled: list[str] = []
     pool = WorkerPool(4, 0)
     state = SlackState(connect(redis.url), lease_s=lease_s)
-    dispatcher = Dispatcher(state, pool, lambda job: handled.append(job.id), Journal(), 3600, lambda thread: None)
+    dispatcher = Dispatcher(
+        state,
+        pool,
+        handle=lambda job: handled.append(job.id),
+        journal=Journal(),
+        dedupe_ttl_s=3600,
+        on_takeover=lambda thread: None,
+    )
     clock = Clock()
     janitor = Janitor(dispatcher, clock=clock)
     janitor.look()

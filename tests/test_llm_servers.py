@@ -38,7 +38,7 @@ def _observed(body: dict[str, Any]) -> bool:
 
 def agent_on(server: ModelServer, sample: Settings, **client: Any) -> Agent:
     model = ModelClient(model=client.pop("model", "scripted"), base_url=server.base_url, max_retries=0, **client)
-    return Agent(model, InProcessMemory(), ops_tools(sample.policy), LoopLimits(tool_retry_backoff_s=0.01))
+    return Agent(model, InProcessMemory(), tools=ops_tools(sample.policy), limits=LoopLimits(tool_retry_backoff_s=0.01))
 
 
 @contextmanager

@@ -268,7 +268,7 @@ def spied_tools() -> tuple[Executor, list[object]]:
                 runs.append(args)
                 return real(args, principal)
 
-            tool = Tool(tool.name, tool.description, tool.args_model, spy, tool.timeout_s)
+            tool = Tool(tool.name, tool.description, args_model=tool.args_model, run=spy, timeout_s=tool.timeout_s)
         tools.append(tool)
     return Executor(Registry(tools), FAST), runs
 

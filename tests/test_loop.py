@@ -610,7 +610,9 @@ def test_tools_see_who_asked(model_server, make_agent):
         pass
 
     seen = []
-    whoami = Tool("whoami", "Who is asking.", NoArgs, lambda args, principal: seen.append(principal) or "ok")
+    whoami = Tool(
+        "whoami", "Who is asking.", args_model=NoArgs, run=lambda args, principal: seen.append(principal) or "ok"
+    )
     server = model_server(script(Reply(calls=[Call("whoami", {})]), Reply(content="done")))
     asker = Principal(platform="slack", user="U024BE7LH", team="T1", channel="C2", groups=frozenset({"S-oncall"}))
     make_agent(server, tools=[whoami]).run("who am I?", thread="t", principal=asker)
@@ -644,5 +646,5 @@ def test_any_object_with_the_model_methods_is_a_model(memory) -> None:
         def complete(self, messages, tools, sink=None):
             return ModelTurn(content=f"{len(messages)} messages seen", tool_calls=[], usage=Usage(model_calls=1))
 
-    reply = Agent(Scripted(), memory, []).run("how is checkout?", thread="t")
+    reply = Agent(Scripted(), memory, tools=[]).run("how is checkout?", thread="t")
     assert reply.text == "2 messages seen" and reply.stop_reason == "answered" and reply.usage.model_calls == 1

@@ -4,7 +4,7 @@ Every test drives real behaviour (an agent run against the scripted model server
 the alert webhooks, `opsbot serve --http` itself) and compares two scrapes: opsbot's registry is
 its own, so only what the test did moves, and counters from earlier tests only add a constant.
 With Debian's `prometheus` installed, a real Prometheus scrapes a real `opsbot serve --http`, and
-`promtool` checks the exposition and the README's alert rules.
+`promtool` checks the exposition and the alert rules docs/operations.md shows.
 """
 
 from __future__ import annotations
@@ -143,8 +143,8 @@ def agent_on(server: ModelServer, memory: Any = None, **limits: Any) -> Agent:
     return Agent(
         client,
         memory or InProcessMemory(),
-        ops_tools(settings.policy),
-        LoopLimits(**{"tool_retry_backoff_s": 0.01, **limits}),
+        tools=ops_tools(settings.policy),
+        limits=LoopLimits(**{"tool_retry_backoff_s": 0.01, **limits}),
     )
 
 

@@ -277,7 +277,11 @@ def test_a_runbook_condition_on_query_results_sees_what_the_model_sees(tmp_path:
         policy = policy.model_copy(update={"runbooks": {"probe": book}})
         approvals = Approvals(policy, InProcessApprovalStore())
         engine = RunbookEngine(
-            policy, Executor(Registry(ops_tools(policy)), FAST), InProcessRunStore(), _Quiet(), approvals
+            policy,
+            Executor(Registry(ops_tools(policy)), FAST),
+            store=InProcessRunStore(),
+            reporter=_Quiet(),
+            approvals=approvals,
         )
         run = engine.start("probe", {}, {"alert": "test"})
         decided.append((run.status, run.steps[1].output, run.steps[0].output["data"]["matches"]))

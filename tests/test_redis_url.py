@@ -65,20 +65,25 @@ WELL_FORMED = [
         RedisTarget(
             "sentinel",
             "redis+sentinel://:pw@s1,s2:26380,[::1]:26381/mymaster/4",
-            (("s1", 26379), ("s2", 26380), ("::1", 26381)),
-            "mymaster",
-            4,
-            None,
-            "pw",
+            nodes=(("s1", 26379), ("s2", 26380), ("::1", 26381)),
+            service="mymaster",
+            db=4,
+            password="pw",
         ),
     ),
     (
         "redis+sentinel://s1:26379/mymaster/",
-        RedisTarget("sentinel", "redis+sentinel://s1:26379/mymaster/", (("s1", 26379),), "mymaster"),
+        RedisTarget("sentinel", "redis+sentinel://s1:26379/mymaster/", nodes=(("s1", 26379),), service="mymaster"),
     ),
     (
         "redis+cluster://app:pw@n1,n2:7001",
-        RedisTarget("cluster", "redis+cluster://app:pw@n1,n2:7001", (("n1", 6379), ("n2", 7001)), "", 0, "app", "pw"),
+        RedisTarget(
+            "cluster",
+            "redis+cluster://app:pw@n1,n2:7001",
+            nodes=(("n1", 6379), ("n2", 7001)),
+            username="app",
+            password="pw",
+        ),
     ),
 ]
 

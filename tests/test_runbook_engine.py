@@ -161,7 +161,12 @@ def make_engine(policy: Policy, store: RunStore, probe: Probe, reporter: Any = N
     shared = {name: options[name] for name in ("clock", "audit") if name in options}
     approvals = Approvals(policy, requests_beside(store), **shared)
     engine = RunbookEngine(
-        policy, executor, store, reporter if reporter is not None else Recorder(store), approvals, **options
+        policy,
+        executor,
+        store=store,
+        reporter=reporter if reporter is not None else Recorder(store),
+        approvals=approvals,
+        **options,
     )
     approvals.hand_back(HandBack.runbook, engine)
     return engine
@@ -720,7 +725,7 @@ def test_a_run_left_mid_step_by_a_dead_process_is_continued_from_that_step(
     a_recorder = Recorder()
     engine_a = make_engine(policy, new_store(), probe, a_recorder, lease_ttl_s=0.3)
     # A dead (or frozen) process renews nothing: its lease runs out while "its" step hangs.
-    monkeypatch.setattr(engine_a, "_lease_kept", lambda *args: contextlib.nullcontext())
+    monkeypatch.setattr(engine_a.leases, "kept", lambda *args: contextlib.nullcontext())
     left: list[RunRecord] = []
     process_a = threading.Thread(target=lambda: left.append(engine_a.start("long", {}, {}, run_id="r1")))
     process_a.start()

@@ -267,7 +267,7 @@ def model() -> Iterator[ModelServer]:
 
 def agent_on(server: ModelServer, tools: list[Any]) -> Agent:
     client = ModelClient(model="scripted", base_url=server.base_url, max_retries=0, timeout_s=10)
-    return Agent(client, InProcessMemory(), tools, LoopLimits(tool_retry_backoff_s=0.01))
+    return Agent(client, InProcessMemory(), tools=tools, limits=LoopLimits(tool_retry_backoff_s=0.01))
 
 
 # ================================================================================ the question

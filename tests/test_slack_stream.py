@@ -109,9 +109,9 @@ def run_with(model_server: Callable[[Policy], ModelServer], sample: Settings) ->
         agent = Agent(
             client,
             InProcessMemory(),
-            ops_tools(sample.policy),
-            LoopLimits(tool_retry_backoff_s=0.01),
-            MemorySettings(),
+            tools=ops_tools(sample.policy),
+            limits=LoopLimits(tool_retry_backoff_s=0.01),
+            memory_settings=MemorySettings(),
         )
         root = slack.add_message("C1", "why is checkout slow?")
         job = Job(

@@ -20,11 +20,19 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from opsbot.bot.agent import StopReason
+from opsbot.bot.approvals import Approvals, InProcessApprovalStore
+from opsbot.bot.runbooks import InProcessRunStore, RunbookEngine
 from opsbot.bot.telemetry import tracing
+from opsbot.bot.telemetry.audit import AuditRecord
+from opsbot.config.settings import SAMPLE_CONFIG, Settings
+from opsbot.tools.base import Registry
+from opsbot.tools.catalog import ops_tools
+from opsbot.tools.executor import Executor, RetryPolicy
 from tests.fakes.model_server import Call, ModelServer, Reply, script
 from tests.fakes.serve_process import ROOT, base_env
 from tests.fakes.waiting import until
 from tests.test_metrics import agent_on
+from tests.test_runbook_engine import Kept, Recorder, probe_book, with_runbooks
 
 
 @pytest.fixture(autouse=True)
@@ -97,6 +105,52 @@ def test_a_run_is_one_trace_of_its_model_and_tool_calls_with_the_run_id_on_each(
     assert {r["run"] for r in records} == {reply.run_id}
 
 
+def test_a_runbook_tool_call_is_a_span_and_an_audit_record_as_a_loop_call_is(
+    model_server: Callable[..., ModelServer],
+) -> None:
+    exporter = InMemorySpanExporter()
+    tracing.install(exporter)
+    by_loop, by_runbook = Kept(), Kept()
+    agent = agent_on(two_calls_then_an_answer(model_server))
+    agent.audit = by_loop
+    reply = agent.run("how is checkout?", thread="cli:traced")
+
+    policy = with_runbooks(
+        Settings.load(SAMPLE_CONFIG).policy,
+        probe_book(
+            "look",
+            {"id": "services", "tool": "list_services", "args": {}},
+            {"id": "errors", "tool": "query_logs", "args": {"service": "checkout", "level": "ERROR"}},
+        ),
+    )
+    engine = RunbookEngine(
+        policy,
+        Executor(Registry(ops_tools(policy)), RetryPolicy(backoff_s=0.01)),
+        store=InProcessRunStore(),
+        reporter=Recorder(),
+        approvals=Approvals(policy, InProcessApprovalStore()),
+        audit=by_runbook,
+    )
+    run = engine.start("look", {}, {"thread": "cli:traced"})
+    assert run.status == "succeeded"
+
+    def shape(records: list[AuditRecord]) -> list[dict[str, Any]]:
+        return [r.model_dump(exclude={"at", "run"}, exclude_none=True) for r in records]
+
+    assert shape(by_runbook.records) == shape(by_loop.records)
+    assert [r.tool for r in by_runbook.records] == ["list_services", "query_logs"]
+    assert {r.run for r in by_loop.records} == {reply.run_id} and {r.run for r in by_runbook.records} == {run.id}
+
+    spans = [s for s in exporter.get_finished_spans() if s.attributes and s.attributes.get("opsbot.run_id") == run.id]
+    [parent] = [s for s in spans if s.name == "opsbot.runbook_run"]
+    calls = [s for s in spans if s.name == "opsbot.tool_call"]
+    assert parent.context is not None and parent.attributes and parent.attributes["opsbot.runbook"] == "look"
+    assert [(s.attributes or {}).get("opsbot.tool") for s in calls] == ["list_services", "query_logs"]
+    for span in calls:
+        assert span.parent is not None and span.parent.span_id == parent.context.span_id
+        assert span.attributes and span.attributes["opsbot.status"] == "ok" and span.attributes["opsbot.attempts"] == 1
+
+
 def test_a_failed_model_call_is_a_span_with_an_error_status(model_server: Callable[..., ModelServer]) -> None:
     from opentelemetry.trace import StatusCode
 
@@ -133,7 +187,7 @@ from opsbot.config.settings import SAMPLE_CONFIG, Settings
 from opsbot.tools.catalog import ops_tools
 
 client = ModelClient(model="scripted", base_url={server.base_url!r}, max_retries=0)
-agent = Agent(client, InProcessMemory(), ops_tools(Settings.load(SAMPLE_CONFIG).policy))
+agent = Agent(client, InProcessMemory(), tools=ops_tools(Settings.load(SAMPLE_CONFIG).policy))
 reply = agent.run("how is checkout?")
 assert reply.stop_reason.value == "answered" and len(reply.steps) == 2, reply
 assert "opsbot.bot.telemetry.tracing" in sys.modules and "redis" not in sys.modules

@@ -150,7 +150,7 @@ def assert_one_package(wheel: Path) -> None:
 
 
 # A project of the user's with its own `config` and `tools` packages, using opsbot's Python API
-# (README) beside them; PyPI's `config` and `tools` are installed in the environment too.
+# (docs/python-api.md) beside them; PyPI's `config` and `tools` are installed in the environment too.
 USER_PROJECT = {
     "config/__init__.py": "NAME = 'the user config'\n",
     "tools/__init__.py": "NAME = 'the user tools'\n",

@@ -11,7 +11,7 @@ import json
 import types
 import typing
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
@@ -168,6 +168,7 @@ class Tool(Generic[ArgsT]):
 
     name: str
     description: str
+    _: KW_ONLY
     args_model: type[ArgsT]
     run: ToolFunction[ArgsT]
     # A tool that enforces its own deadline (a subprocess killed on timeout) says how long the

@@ -11,7 +11,7 @@ import random
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
@@ -54,6 +54,13 @@ class RetryPolicy:
     ceiling_s: float | None = None  # no attempt waits longer, whatever the tool's own timeout (runbook steps)
 
 
+class _Tried(NamedTuple):
+    """A call's result before redaction, and the attempts it took (0: it never ran)."""
+
+    result: ToolResult
+    attempts: int
+
+
 @dataclass(frozen=True)
 class Outcome:
     call: ToolCall
@@ -78,40 +85,47 @@ class Executor:
         with ThreadPoolExecutor(max_workers=min(self.max_parallel, len(calls)), thread_name_prefix="tool") as pool:
             return list(pool.map(lambda context, call: context.run(self.run_one, call, principal), contexts, calls))
 
-    def run_one(self, call: ToolCall, principal: Principal | None = None) -> Outcome:
+    def run_one(
+        self, call: ToolCall, principal: Principal | None = None, *, retry: RetryPolicy | None = None
+    ) -> Outcome:
+        """Run one call; `retry`, when given, instead of the executor's own (a runbook step's
+        timeout and retries, on the one executor a runbook engine keeps)."""
         started = time.monotonic()
-        result, attempts = self._result(call, principal)
+        result, attempts = self._result(call, principal, retry or self.retry)
         return Outcome(call, redact_result(result), attempts, time.monotonic() - started)
 
-    def _result(self, call: ToolCall, principal: Principal | None) -> tuple[ToolResult, int]:
+    def _result(self, call: ToolCall, principal: Principal | None, retry: RetryPolicy) -> _Tried:
         tool = self.registry.get(call.name)
         if tool is None:
-            return ToolResult.failure(
-                ErrorType.unknown_tool,
-                f"there is no tool named {call.name!r}",
-                hint=f"available tools: {', '.join(self.registry.names) or 'none'}",
-            ), 0
+            return _Tried(
+                ToolResult.failure(
+                    ErrorType.unknown_tool,
+                    f"there is no tool named {call.name!r}",
+                    hint=f"available tools: {', '.join(self.registry.names) or 'none'}",
+                ),
+                0,
+            )
         args = parse_arguments(tool, call.arguments)
         if isinstance(args, ToolResult):
-            return args, 0
+            return _Tried(args, 0)
         attempts = 0
         while True:
             if cancel.requested():
-                return _cancelled(tool), attempts
+                return _Tried(_cancelled(tool), attempts)
             attempts += 1
-            result = self._invoke(tool, args, principal)
+            result = self._invoke(tool, args, principal, retry)
             transient = result.error is not None and result.error.retryable
-            if not transient or attempts > self.retry.retries or cancel.requested():
-                return result, attempts
-            time.sleep(self.retry.backoff_s * 2 ** (attempts - 1) * random.uniform(0.8, 1.2))
+            if not transient or attempts > retry.retries or cancel.requested():
+                return _Tried(result, attempts)
+            time.sleep(retry.backoff_s * 2 ** (attempts - 1) * random.uniform(0.8, 1.2))
 
-    def _invoke(self, tool: Tool[ArgsT], args: ArgsT, principal: Principal | None) -> ToolResult:
+    def _invoke(self, tool: Tool[ArgsT], args: ArgsT, principal: Principal | None, retry: RetryPolicy) -> ToolResult:
         """Call the tool on a daemon thread so a hung tool costs a thread, never the loop. The
         thread sees the caller's context: a cancel reaches the process the tool starts."""
         job = Job(lambda: tool.run(args, principal), f"tool-{tool.name}")
-        limit = tool.timeout_s if tool.timeout_s is not None else self.retry.timeout_s
-        if self.retry.ceiling_s is not None:
-            limit = min(limit, self.retry.ceiling_s)
+        limit = tool.timeout_s if tool.timeout_s is not None else retry.timeout_s
+        if retry.ceiling_s is not None:
+            limit = min(limit, retry.ceiling_s)
         if not _joined(job, limit):
             # The tool is left to finish on its own, as on timeout; its process, if any, is killed.
             return _cancelled(tool)
@@ -232,4 +246,3 @@ def redact_result(result: ToolResult) -> ToolResult:
             }
         )
     return result.model_copy(update=update)
-

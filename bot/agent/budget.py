@@ -7,6 +7,7 @@ answer), and are not remembered as run, so a call sent again meets the caps agai
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ...config.settings import LoopLimits
 from ...tools.base import ToolResult
@@ -30,6 +31,13 @@ class Refusal:
         return f"{refused} call(s) not run: over {self.setting} ({self.cap})"
 
 
+class Admitted(NamedTuple):
+    """The calls that may run, and what the rest are told (None when every call fits)."""
+
+    calls: list[ToolCall]
+    refusal: Refusal | None
+
+
 @dataclass
 class CallBudget:
     """The tool calls a run may still run: `max_calls_per_step` per model message, and
@@ -47,7 +55,7 @@ class CallBudget:
     def spent(self) -> bool:
         return self.ran >= self.per_run
 
-    def admit(self, wanted: list[ToolCall]) -> tuple[list[ToolCall], Refusal | None]:
+    def admit(self, wanted: list[ToolCall]) -> Admitted:
         """The first of `wanted` (distinct calls, in the order the model sent them) that fit both
         caps, and what the rest are told (None when every call fits)."""
         # Never below zero: a negative slice would run all but the last calls.
@@ -56,7 +64,7 @@ class CallBudget:
         admitted, rest = wanted[:allowed], frozenset(call_key(call) for call in wanted[allowed:])
         self.ran += len(admitted)
         if not rest:
-            return admitted, None
+            return Admitted(admitted, None)
         if room < per_step:
-            return admitted, Refusal(rest, over_run_cap(self.per_run), "max_calls_per_run", self.per_run)
-        return admitted, Refusal(rest, over_step_cap(len(wanted), per_step), "max_calls_per_step", per_step)
+            return Admitted(admitted, Refusal(rest, over_run_cap(self.per_run), "max_calls_per_run", self.per_run))
+        return Admitted(admitted, Refusal(rest, over_step_cap(len(wanted), per_step), "max_calls_per_step", per_step))

@@ -11,7 +11,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -53,15 +53,23 @@ class Check:
         )
 
 
-def canonical_arguments(raw: str) -> tuple[str, dict[str, Any] | None]:
+class Arguments(NamedTuple):
+    """A call's arguments in one spelling (sorted keys, no spaces: the raw text when they are no
+    JSON object), and the parsed object when there is one."""
+
+    canonical: str
+    parsed: dict[str, Any] | None
+
+
+def canonical_arguments(raw: str) -> Arguments:
     """Arguments in one spelling (sorted keys, no spaces), and the parsed object when there is one."""
     try:
         parsed = json.loads(raw) if raw.strip() else {}
     except json.JSONDecodeError:
-        return raw, None
+        return Arguments(raw, None)
     if not isinstance(parsed, dict):
-        return raw, None
-    return json.dumps(parsed, sort_keys=True, separators=(",", ":")), parsed
+        return Arguments(raw, None)
+    return Arguments(json.dumps(parsed, sort_keys=True, separators=(",", ":")), parsed)
 
 
 def call_key(call: ToolCall) -> str:
@@ -124,7 +132,7 @@ class LoopGuard:
             self._runs[signature] = (self._step, length, values)
             if length >= self.limits.near_repeat_limit:
                 reason = f"{signature[0]} was called in {length} steps in a row changing only {signature[1]!r}"
-        step_signature = "|".join(sorted(f"{c.name}:{canonical_arguments(c.arguments)[0]}" for c in calls))
+        step_signature = "|".join(sorted(f"{c.name}:{canonical_arguments(c.arguments).canonical}" for c in calls))
         self._step_signatures.append(step_signature)
         s = self._step_signatures
         if len(s) >= 4 and s[-1] == s[-3] and s[-2] == s[-4] and s[-1] != s[-2]:

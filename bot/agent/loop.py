@@ -1,6 +1,7 @@
 """The agent loop: one user message in one thread becomes one `Reply`.
 
-A plain `while` over steps. Each step asks the model once; tool calls are validated, run
+A plain loop over steps, each of which says what comes next: the model asked again, or the run
+finished with its reply. Each step asks the model once; tool calls are validated, run
 (concurrently, bounded) and paired with their results by `tool_call_id`; the step is stored and
 logged as one record. Every guard ends in a reply, never an exception.
 
@@ -18,21 +19,22 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any, NamedTuple
 
 from ...config.policy import Principal
 from ...config.settings import LoopLimits, MemorySettings
 from ...tools.base import ErrorType, Registry, Tool, brief
 from ...tools.cancel import Cancelled, abandonable, cancellable, requested
 from ...tools.commands import ApprovalRequest
-from ...tools.executor import Executor, Outcome, RetryPolicy, ToolCall
+from ...tools.executor import Outcome, RetryPolicy, ToolCall
 from ...tools.redact import redact, redact_text
 from ..llm import Model, ModelTurn, ModelUnavailable, Usage, unique_ids
 from ..memory import Memory, MemoryUnavailable, ThreadBusy, ThreadState
 from ..messages import Block, Message
 from ..telemetry import metrics, tracing
-from ..telemetry.audit import Audit, AuditRecord, LoggedAudit, who
+from ..telemetry.audit import Audit, LoggedAudit
+from ..telemetry.calls import TracedExecutor, audited
 from .answer_stream import AnswerLines
 from .budget import CallBudget, Refusal
 from .context import fit_prompt
@@ -68,6 +70,7 @@ class Agent:
         self,
         model: Model | None,
         memory: Memory,
+        *,
         tools: Registry | Iterable[Tool[Any] | Callable[..., Any]],
         limits: LoopLimits | None = None,
         memory_settings: MemorySettings | None = None,
@@ -82,7 +85,7 @@ class Agent:
         self.memory_settings = memory_settings or MemorySettings()
         self.system_prompt = system_prompt
         self.schemas = self.registry.schemas()  # once: the registry does not change during an agent's life
-        self.executor = _TracedExecutor(
+        self.executor = TracedExecutor(
             self.registry,
             RetryPolicy(self.limits.tool_timeout_s, self.limits.tool_retries, self.limits.tool_retry_backoff_s),
             self.limits.max_parallel_tools,
@@ -99,7 +102,7 @@ class Agent:
         """Answer `text` in `thread`. `principal` (who asks) is what tools authorize against.
         Setting `cancel` gives the question up: the model's reply stops being read, a running
         tool's process is killed, and the run ends `cancelled` with the thread's memory whole."""
-        run = _Run(self, thread, progress or Progress(), time.monotonic(), principal)
+        run = _Run(self, thread, progress=progress or Progress(), started=time.monotonic(), principal=principal)
         with cancellable(cancel), tracing.span("opsbot.run", run_id=run.run_id, thread=thread) as span:
             _log("run_start", thread=thread, run=run.run_id, question=redact_text(text))
             if self.model is None:
@@ -132,12 +135,39 @@ class Agent:
             self.memory.reset(thread)
 
 
+@dataclass(frozen=True)
+class _AskAgain:
+    """The model is asked again: with tools, or without them for a last answer when `final` (why
+    the loop stops) is set. Once set, it stays set for every later step."""
+
+    final: StopReason | None = None
+
+
+@dataclass(frozen=True)
+class _Finished:
+    """The run is over, with this reply."""
+
+    reply: Reply
+
+
+# What a step leads to: each branch of a step says it, so the loop itself has no branches.
+_Next = _AskAgain | _Finished
+
+
+class _StepOutcomes(NamedTuple):
+    """A step's calls answered, in order, and what the budget refused, if anything."""
+
+    outcomes: list[Outcome]
+    refusal: Refusal | None
+
+
 @dataclass
 class _Run:
     """The state of one run; lives only as long as `Agent.run`."""
 
     agent: Agent
     thread: str
+    _: KW_ONLY
     progress: Progress
     started: float
     principal: Principal | None
@@ -167,55 +197,74 @@ class _Run:
         turn_blocks: list[Block] = [user]
         guard = LoopGuard(limits, state.repeats)
         budget = CallBudget(limits)
-        stop: StopReason | None = None
-        while True:
-            if requested():
-                return self._cancelled()
-            if stop is None and len(self.steps) + 1 >= limits.max_steps:
-                stop = StopReason.max_steps
-            if stop is None and time.monotonic() - self.started >= limits.time_budget_s:
-                stop = StopReason.time_budget
-            try:
-                turn = self._ask(state, turn_blocks, final=stop)
-            except ModelUnavailable as exc:
-                return self.reply(llm_unavailable_text(exc, self.steps), StopReason.llm_unavailable)
-            except Cancelled:
-                return self._cancelled()
-            if stop is None and turn.tool_calls:
-                turn = self._with_unique_ids(turn, state, turn_blocks)
-                block, stop = self._tool_step(turn, guard, budget, after=len(turn_blocks) + 1)
-                turn_blocks.append(block)
-                continue
-            # Tool calls on a step without tools are not run; what came with them is only a preamble.
-            answer = "" if turn.tool_calls else turn.content.strip()
-            decision = (
-                StepDecision.tool_calls_ignored
-                if turn.tool_calls
-                else (StepDecision.answer if answer else StepDecision.empty)
-            )
-            if answer and turn.cut and not self.partial:
-                # Cut at the output limit: asked once to go on from where it stopped (kept as
-                # written at its end: it may stop after a line break).
-                self.partial = turn.content.lstrip()
-                self.partial_shown_at = self.shown_at
-                self._record(Step(n=len(self.steps) + 1, decision=StepDecision.answer_cut, **_tokens(turn)), [], turn)
-                self.notes.append(
-                    (len(turn_blocks), Block(messages=[Message.assistant(self.partial), continue_note()]))
-                )
-                continue
-            answer = self._joined(answer, turn.content, turn.cut)
-            # A nudge only while tools are on offer: on a last, tool-less step the reply says why it stopped.
-            if not answer and not self.nudged_empty and stop is None:
-                self.nudged_empty = True
-                self.notes.append((len(turn_blocks), Block(messages=[nudge_empty()])))
-                self._record(Step(n=len(self.steps) + 1, decision=decision, **_tokens(turn)), [], turn)
-                continue
-            reason = stop or StopReason.answered
+        next_step: _Next = _AskAgain()
+        while isinstance(next_step, _AskAgain):
+            next_step = self._step(state, turn_blocks, guard, budget, next_step.final)
+        return next_step.reply
+
+    def _step(
+        self,
+        state: ThreadState,
+        turn_blocks: list[Block],
+        guard: LoopGuard,
+        budget: CallBudget,
+        final: StopReason | None,
+    ) -> _Next:
+        """Ask the model once; what its reply leads to."""
+        if requested():
+            return _Finished(self._cancelled())
+        stop = final if final is not None else self._limit_reached()
+        try:
+            turn = self._ask(state, turn_blocks, final=stop)
+        except ModelUnavailable as exc:
+            return _Finished(self.reply(llm_unavailable_text(exc, self.steps), StopReason.llm_unavailable))
+        except Cancelled:
+            return _Finished(self._cancelled())
+        if stop is None and turn.tool_calls:
+            return self._tool_step(self._with_unique_ids(turn, state, turn_blocks), guard, budget, turn_blocks)
+        return self._answer_step(state, turn_blocks, turn, stop)
+
+    def _limit_reached(self) -> StopReason | None:
+        """Why the next step must be the last, if a limit says so (counting that step)."""
+        limits = self.agent.limits
+        if len(self.steps) + 1 >= limits.max_steps:
+            return StopReason.max_steps
+        if time.monotonic() - self.started >= limits.time_budget_s:
+            return StopReason.time_budget
+        return None
+
+    def _answer_step(
+        self, state: ThreadState, turn_blocks: list[Block], turn: ModelTurn, stop: StopReason | None
+    ) -> _Next:
+        """A step that runs no call: the answer (or the part of it before the output limit, to be
+        continued), or none (nudged once while tools are on offer)."""
+        # Tool calls on a step without tools are not run; what came with them is only a preamble.
+        answer = "" if turn.tool_calls else turn.content.strip()
+        decision = (
+            StepDecision.tool_calls_ignored
+            if turn.tool_calls
+            else (StepDecision.answer if answer else StepDecision.empty)
+        )
+        if answer and turn.cut and not self.partial:
+            # Cut at the output limit: asked once to go on from where it stopped (kept as
+            # written at its end: it may stop after a line break).
+            self.partial = turn.content.lstrip()
+            self.partial_shown_at = self.shown_at
+            self._record(Step(n=len(self.steps) + 1, decision=StepDecision.answer_cut, **_tokens(turn)), [], turn)
+            self.notes.append((len(turn_blocks), Block(messages=[Message.assistant(self.partial), continue_note()])))
+            return _AskAgain(stop)
+        answer = self._joined(answer, turn.content, turn.cut)
+        # A nudge only while tools are on offer: on a last, tool-less step the reply says why it stopped.
+        if not answer and not self.nudged_empty and stop is None:
+            self.nudged_empty = True
+            self.notes.append((len(turn_blocks), Block(messages=[nudge_empty()])))
             self._record(Step(n=len(self.steps) + 1, decision=decision, **_tokens(turn)), [], turn)
-            if not answer:
-                found = findings_text(self.outcomes)
-                return self.reply(stopped_text(stop, self.steps, found), stop or StopReason.no_answer)
-            return self._finish(state, turn_blocks, answer, reason)
+            return _AskAgain()
+        self._record(Step(n=len(self.steps) + 1, decision=decision, **_tokens(turn)), [], turn)
+        if not answer:
+            found = findings_text(self.outcomes)
+            return _Finished(self.reply(stopped_text(stop, self.steps, found), stop or StopReason.no_answer))
+        return _Finished(self._finish(state, turn_blocks, answer, stop or StopReason.answered))
 
     def _cancelled(self) -> Reply:
         """The question given up: the thread's memory says so (every call stored has its result),
@@ -256,11 +305,9 @@ class _Run:
             _log("fold_failed", thread=self.thread, run=self.run_id, error=str(exc))
         return self.reply(answer, reason, checked=bool(self.outcomes) or not len(self.agent.registry))
 
-    def _tool_step(
-        self, turn: ModelTurn, guard: LoopGuard, budget: CallBudget, after: int
-    ) -> tuple[Block, StopReason | None]:
-        """Run a step's calls; its block, and why the loop must stop, if it must. A note this step
-        issues goes `after` that many of the turn's blocks (right after this step's)."""
+    def _tool_step(self, turn: ModelTurn, guard: LoopGuard, budget: CallBudget, turn_blocks: list[Block]) -> _AskAgain:
+        """Run a step's calls and add its block to the turn; the model is asked again, without
+        tools when the loop must stop. A note this step issues goes right after this step's block."""
         agent, step_n = self.agent, len(self.steps) + 1
         calls = [ToolCall(c.id, c.name, c.arguments) for c in turn.tool_calls]
         if turn.cut:
@@ -273,6 +320,7 @@ class _Run:
         assistant = Message.assistant(turn.content, list(turn.tool_calls))
         block = Block.tool_step(assistant, [Message.tool(o.call.id, o.result.render()) for o in outcomes])
         agent.memory.append(self.thread, [block], guard.changed())
+        turn_blocks.append(block)
         stop: StopReason | None = None
         note = "the reply was cut at the output limit: no call ran" if turn.cut else None
         waiting = _approval_requests(outcomes)
@@ -289,7 +337,7 @@ class _Run:
                 stop, note = StopReason.loop_detected, f"{drift}: tools withdrawn"
             else:
                 self.drift_noted = True
-                self.notes.append((after, Block(messages=[nudge_drift(drift)])))
+                self.notes.append((len(turn_blocks), Block(messages=[nudge_drift(drift)])))
                 note = f"{drift}: nudged"
         records = [_call_record(o, agent.registry) for o in outcomes]
         if refusal is not None:
@@ -297,11 +345,9 @@ class _Run:
         self._record(
             Step(n=step_n, decision=StepDecision.tool_calls, calls=records, note=note, **_tokens(turn)), outcomes, turn
         )
-        return block, stop
+        return _AskAgain(stop)
 
-    def _outcomes(
-        self, step_n: int, calls: list[ToolCall], guard: LoopGuard, budget: CallBudget
-    ) -> tuple[list[Outcome], Refusal | None]:
+    def _outcomes(self, step_n: int, calls: list[ToolCall], guard: LoopGuard, budget: CallBudget) -> _StepOutcomes:
         """One outcome per call, in order, and what the budget refused, if anything.
 
         Identical calls in one message run once and share it; repeats of earlier calls are
@@ -337,7 +383,7 @@ class _Run:
                 outcomes.append(Outcome(call, refusal.result, 0, 0.0))
             else:
                 outcomes.append(Outcome(call, checks[key].result(), 0, 0.0))
-        return outcomes, refusal
+        return _StepOutcomes(outcomes, refusal)
 
     def _ask(self, state: ThreadState, turn_blocks: list[Block], final: StopReason | None) -> ModelTurn:
         agent, step_n = self.agent, len(self.steps) + 1
@@ -380,16 +426,14 @@ class _Run:
         self.steps.append(step)
         metrics.tool_calls(((c.tool, c.status.value) for c in step.calls), self._known)
         for call in step.calls:
-            self.agent.audit.record(
-                AuditRecord.made(
-                    "tool_call",
-                    who=who(self.principal),
-                    thread=self.thread,
-                    run=self.run_id,
-                    tool=call.tool,
-                    args=call.args,
-                    status=call.status.value,
-                )
+            audited(
+                self.agent.audit,
+                asked_by=self.principal,
+                thread=self.thread,
+                run=self.run_id,
+                tool=call.tool,
+                args=call.args,
+                status=call.status,
             )
         _log(
             "step",
@@ -435,20 +479,6 @@ def _log(event: str, **fields: Any) -> None:
     if trace is not None:
         fields["trace_id"] = trace
     log.info(json.dumps({"event": event, **fields}, ensure_ascii=False, default=str))
-
-
-class _TracedExecutor(Executor):
-    """The executor, with a span per tool call (a child of the run's: `run_many` hands its
-    context to the pool's threads)."""
-
-    def run_one(self, call: ToolCall, principal: Principal | None = None) -> Outcome:
-        with tracing.span("opsbot.tool_call", tool=call.name) as span:
-            outcome = super().run_one(call, principal)
-            span.set(status=outcome.result.status.value, attempts=outcome.attempts)
-            error = outcome.result.error
-            if error is not None and error.type is not ErrorType.needs_approval:
-                span.failed(outcome.result.status.value)
-        return outcome
 
 
 def _thinking(turn: ModelTurn | None) -> str | None:

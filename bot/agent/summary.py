@@ -8,6 +8,7 @@ question-and-answer digest takes its place, so memory never grows without bound.
 from __future__ import annotations
 
 import json
+from typing import NamedTuple
 
 from ..llm import Model, ModelUnavailable, Usage
 from ..messages import Block, Message
@@ -50,9 +51,16 @@ def render_turns(blocks: list[Block], result_tokens: int = 300) -> str:
     return "\n".join(lines)
 
 
+class Summary(NamedTuple):
+    """A thread's running summary, and the tokens writing it cost."""
+
+    text: str
+    usage: Usage
+
+
 def write_summary(
     model: Model | None, previous: str, folded: list[Block], cap_tokens: int, input_tokens: int
-) -> tuple[str, Usage]:
+) -> Summary:
     """The new summary (capped) and the tokens it cost."""
     turns = cut_middle(render_turns(folded), input_tokens)
     if model is not None:
@@ -67,8 +75,8 @@ def write_summary(
         except ModelUnavailable:
             turn = None
         if turn is not None and turn.content.strip():
-            return cut_middle(turn.content.strip(), cap_tokens), turn.usage
-    return cut_middle(_digest(previous, folded), cap_tokens), Usage()
+            return Summary(cut_middle(turn.content.strip(), cap_tokens), turn.usage)
+    return Summary(cut_middle(_digest(previous, folded), cap_tokens), Usage())
 
 
 def _digest(previous: str, folded: list[Block]) -> str:

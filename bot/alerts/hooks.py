@@ -21,7 +21,7 @@ import json
 import logging
 from collections.abc import Callable, Iterable
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, SecretStr, field_validator, model_validator
 
@@ -86,6 +86,13 @@ class AlertAuth(BaseModel):
         return bool(self.pagerduty_secrets)
 
 
+class _Answer(NamedTuple):
+    """An accepted request's HTTP status and JSON body."""
+
+    status: int
+    body: dict[str, Any]
+
+
 class _Refused(Exception):
     def __init__(self, status: int, message: str, headers: list[tuple[str, str]] | None = None) -> None:
         super().__init__(message)
@@ -135,7 +142,7 @@ class AlertHooks:
         )
         return [data]
 
-    def _handle(self, path: str, environ: WSGIEnvironment) -> tuple[int, dict[str, Any]]:
+    def _handle(self, path: str, environ: WSGIEnvironment) -> _Answer:
         if path not in (ALERTMANAGER_PATH, PAGERDUTY_PATH):
             raise _Refused(404, f"no alert hook here: POST to {ALERTMANAGER_PATH} or {PAGERDUTY_PATH}")
         if environ.get("REQUEST_METHOD") != "POST":
@@ -144,7 +151,7 @@ class AlertHooks:
             return self._alertmanager(environ)
         return self._pagerduty(environ)
 
-    def _alertmanager(self, environ: WSGIEnvironment) -> tuple[int, dict[str, Any]]:
+    def _alertmanager(self, environ: WSGIEnvironment) -> _Answer:
         if not self.auth.alertmanager_configured:
             raise _Refused(
                 404,
@@ -161,7 +168,7 @@ class AlertHooks:
         alerts = _parsed(parse_alertmanager, body)
         return self._take(alerts, [])
 
-    def _pagerduty(self, environ: WSGIEnvironment) -> tuple[int, dict[str, Any]]:
+    def _pagerduty(self, environ: WSGIEnvironment) -> _Answer:
         if not self.auth.pagerduty_configured:
             raise _Refused(
                 404, "PagerDuty hook not configured: set PAGERDUTY_WEBHOOK_SECRETS to the subscription's secret(s)"
@@ -204,7 +211,7 @@ class AlertHooks:
         except BodyRefused as refused:
             raise _Refused(refused.status, refused.message) from None
 
-    def _take(self, alerts: list[Alert], extra_ids: list[str]) -> tuple[int, dict[str, Any]]:
+    def _take(self, alerts: list[Alert], extra_ids: list[str]) -> _Answer:
         # Reached only once every alert parsed: a malformed entry anywhere starts nothing.
         accepted = duplicates = 0
         for alert in alerts:
@@ -218,7 +225,7 @@ class AlertHooks:
                 duplicates += 1
         if alerts:
             log.info("alert hook: %s accepted %d, duplicates %d", alerts[0].source, accepted, duplicates)
-        return 202, {"accepted": accepted, "duplicates": duplicates}
+        return _Answer(202, {"accepted": accepted, "duplicates": duplicates})
 
 
 def _parsed(parse: Callable[[bytes], list[Alert]], body: bytes) -> list[Alert]:

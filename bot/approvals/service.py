@@ -72,6 +72,7 @@ class Approvals:
         self,
         policy: Policy,
         store: ApprovalStore,
+        *,
         teams: frozenset[str] | None = None,
         clock: Callable[[], datetime] = _now,
         audit: Audit | None = None,

@@ -21,7 +21,7 @@ _NO_FEEDBACK = {ErrorType.invalid_args, ErrorType.unknown_tool}
 
 
 class BareLoop:
-    def __init__(self, client: Any, model: str, registry: Registry, max_steps: int, request: dict[str, Any]) -> None:
+    def __init__(self, client: Any, model: str, *, registry: Registry, max_steps: int, request: dict[str, Any]) -> None:
         self.client = client  # an openai.OpenAI
         self.model = model
         self.registry = registry

@@ -7,6 +7,7 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 from rich.table import Table
 
@@ -123,7 +124,14 @@ SCENARIO_HEAD = ["scenario", "kind", *(LOOP_NAMES[loop] for loop in LOOPS)]
 SCENARIO_TITLE = "per scenario: runs completed · model calls · tool calls · tokens · seconds (a run) · stop reasons"
 
 
-def tables(report: EvalReport) -> tuple[Table, Table]:
+class Tables(NamedTuple):
+    """The report as a terminal shows it: the loops side by side, then each scenario."""
+
+    overall: Table
+    per_scenario: Table
+
+
+def tables(report: EvalReport) -> Tables:
     title = f"{report.model} · {len(report.scenarios)} scenarios · {report.runs} run(s)"
     overall = Table(title=title, title_justify="left")
     for head in ("", *(LOOP_NAMES[loop] for loop in LOOPS)):
@@ -135,7 +143,7 @@ def tables(report: EvalReport) -> tuple[Table, Table]:
         per.add_column(head, no_wrap=True)
     for row in scenario_rows(report):
         per.add_row(*row)
-    return overall, per
+    return Tables(overall, per)
 
 
 def markdown(report: EvalReport) -> str:

@@ -84,7 +84,7 @@ def _bare(settings: Settings, watch: Watch, questions: list[str]) -> Transcript:
         max_retries=settings.llm.max_retries,
     )
     request = {"temperature": settings.llm.temperature, "max_tokens": settings.llm.max_answer_tokens}
-    bare = BareLoop(client, settings.model, watch.registry, settings.loop.max_steps, request)
+    bare = BareLoop(client, settings.model, registry=watch.registry, max_steps=settings.loop.max_steps, request=request)
     out = Transcript(answer="", stop_reason="")
     for question in questions:
         bare.ask(question, out)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...tools.cancel import Cancelled
 from ...tools.redact import redact_text
@@ -62,6 +62,7 @@ class ModelClient:
         self,
         model: str,
         base_url: str | None = None,
+        *,
         api_key: str | None = None,
         timeout_s: float = 60.0,
         max_retries: int = 2,
@@ -151,7 +152,7 @@ class ModelClient:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None,
         sink: TextSink | None,
-    ) -> tuple[Assembled, float | None]:
+    ) -> _Sent:
         import openai
 
         shaped = template_safe(messages)
@@ -192,9 +193,7 @@ class ModelClient:
             request["extra_body"] = self.extra_body
         return request
 
-    def _send(
-        self, request: dict[str, Any], protocol: Protocol, stream: bool, sink: TextSink | None
-    ) -> tuple[Assembled, float | None]:
+    def _send(self, request: dict[str, Any], protocol: Protocol, stream: bool, sink: TextSink | None) -> _Sent:
         started = time.monotonic()
         if stream:
             streamed = {**request, "stream": True}
@@ -207,12 +206,12 @@ class ModelClient:
                 chunks.close()  # the connection, not left for the garbage collector
                 raise
             if assembled.finish_reason is not None or assembled.content or assembled.calls:
-                return assembled, assembled.first_token_s
+                return _Sent(assembled, assembled.first_token_s)
             # Nothing came as events: a server that ignores `stream` and answers whole.
             self.stream = False
             log.info("%s sent no stream events; asking without streaming from now on", self._where)
         response = self._client.chat.completions.create(**request)
-        return _whole(response), None
+        return _Sent(_whole(response), None)
 
     def _adapt(self, request: dict[str, Any], exc: openai.APIStatusError) -> bool:
         """Change the request as a 400 asks (an unsupported parameter), remembering it; False if
@@ -321,6 +320,13 @@ class ModelClient:
                 f"{where} refused the request (HTTP {exc.status_code}: {detail})", False, exc.status_code
             )
         return ModelUnavailable(f"{where} failed: {redact_text(str(exc))[:300]}")
+
+
+class _Sent(NamedTuple):
+    """A request's reply as assembled, and when its first token came (None: not streamed)."""
+
+    reply: Assembled
+    first_token_s: float | None
 
 
 class _RefusedTools(Exception):

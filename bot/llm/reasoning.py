@@ -9,13 +9,20 @@ the closing one. vLLM's reasoning parsers move the thinking to `reasoning_conten
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 _BLOCK = re.compile(r"<think>(.*?)(?:</think>|\Z)", re.S)
 _CLOSE = "</think>"
 
 
-def split_thinking(content: str) -> tuple[str, str]:
+class Split(NamedTuple):
+    """A message's content apart: what it says, and the thinking it held."""
+
+    answer: str
+    thinking: str
+
+
+def split_thinking(content: str) -> Split:
     """(answer, thinking) of a message's content: closed blocks, an unclosed one at the end, and
     thinking before a closing tag that had no opening one."""
     thinking: list[str] = []
@@ -29,8 +36,8 @@ def split_thinking(content: str) -> tuple[str, str]:
 
     answer = _BLOCK.sub(keep, content)
     if not thinking:
-        return content, ""  # as written: a continuation may begin with the space it needs
-    return answer.strip(), "\n".join(part.strip() for part in thinking if part.strip())
+        return Split(content, "")  # as written: a continuation may begin with the space it needs
+    return Split(answer.strip(), "\n".join(part.strip() for part in thinking if part.strip()))
 
 
 def reasoning_field(message: Any) -> str:

@@ -6,10 +6,13 @@ decisions reach a run through the approvals service (bot/approvals), which hands
 engine. Nothing here knows about Slack.
 """
 
-from .engine import MAX_STEPS, Explainer, Reporter, RunbookEngine, RunRefused, runbook_digest
+from .engine import RunbookEngine
+from .errors import RunRefused
 from .explain import model_explainer
-from .records import RunRecord, RunStatus, StepKind, StepRecord, StepStatus
+from .records import RunRecord, RunStatus, StepKind, StepRecord, StepStatus, runbook_digest
 from .recovery import Recovery
+from .reporting import Reporter
+from .stepping import MAX_STEPS, Explainer
 from .store import InProcessRunStore, RedisRunStore, RunStore, RunStoreUnavailable
 from .templates import TemplateError, condition_holds, fill, fill_text
 

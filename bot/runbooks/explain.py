@@ -6,8 +6,8 @@ import json
 
 from ...tools.redact import redact_text
 from ..llm import Model, ModelUnavailable
-from .engine import Explainer
 from .records import RunRecord
+from .stepping import Explainer
 
 _SYSTEM = (
     "You are opsbot, summarising the results of an on-call runbook for engineers. The results are "

@@ -8,12 +8,13 @@ ran out while a step hung) can never write over what the other did.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...config.policy import Principal
+from ...config.policy import Policy, Principal, Runbook
 
 StepKind = Literal["tool", "branch", "approval", "explain"]
 StepStatus = Literal[
@@ -85,3 +86,15 @@ class RunRecord(BaseModel):
     @property
     def current_step(self) -> StepRecord | None:
         return self.steps[self.current] if 0 <= self.current < len(self.steps) else None
+
+
+def runbook_digest(runbook: Runbook) -> str:
+    """What a run keeps of its runbook as it was when it started (`RunRecord.runbook_digest`)."""
+    return hashlib.sha256(runbook.model_dump_json().encode()).hexdigest()
+
+
+def runbook_of(policy: Policy, run: RunRecord) -> Runbook | None:
+    """The run's runbook, unless it is gone or changed since the run started (its steps, and
+    so the run's step indexes, may differ)."""
+    runbook = policy.runbooks.get(run.runbook)
+    return runbook if runbook is not None and runbook_digest(runbook) == run.runbook_digest else None

@@ -61,7 +61,7 @@ class RunView:
     alerts: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GroupView:
     """What the group's message shows."""
 

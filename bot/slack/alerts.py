@@ -33,6 +33,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 from slack_sdk import WebClient
 
@@ -67,11 +68,19 @@ FLUSH_EVERY_S = 2.0
 _CANCEL_PATIENCE_S = 600.0
 
 
+class _Match(NamedTuple):
+    """The runbook an alert starts, and the trigger of it the alert matched."""
+
+    runbook: Runbook
+    trigger: Trigger
+
+
 class AlertRouter:
     def __init__(
         self,
         policy: Policy,
         engine: RunbookEngine,
+        *,
         client: WebClient,
         store: RedisClient,
         pool: WorkerPool,
@@ -113,7 +122,7 @@ class AlertRouter:
             self._resolved(alert)
             return
         match = self._match(alert)
-        channel = (match[1].channel if match else None) or self.settings.channel
+        channel = (match.trigger.channel if match else None) or self.settings.channel
         if channel is None:
             log.error("alert %r has no channel: set alerts.channel or a trigger's channel", alert.title)
             return
@@ -125,7 +134,7 @@ class AlertRouter:
         if episode:
             return
         if match is not None:
-            self._run(alert, match[0], match[1], thread)
+            self._run(alert, match.runbook, match.trigger, thread)
         elif self.settings.first_look and self.first_look is not None and self.groups.first_look(alert):
             details = "\n".join(f"{k}: {v}" for k, v in {**alert.labels, **alert.annotations}.items())
             self.first_look(
@@ -274,11 +283,11 @@ class AlertRouter:
         tomb = self.redis.get(f"{self.prefix}:resolved:{alert.key}")
         return tomb is not None and (str(tomb) == _episode(alert) or not str(tomb) or alert.starts_at is None)
 
-    def _match(self, alert: Alert) -> tuple[Runbook, Trigger] | None:
+    def _match(self, alert: Alert) -> _Match | None:
         for runbook in sorted(self.policy.runbooks.values(), key=lambda r: r.id):
             for trigger in runbook.triggers:
                 if trigger.matches(alert.source, alert.labels):
-                    return runbook, trigger
+                    return _Match(runbook, trigger)
         return None
 
     def _say(self, thread: ThreadRef, marker: str, text: str) -> None:

@@ -47,7 +47,7 @@ class StartupError(Exception):
     """opsbot cannot serve Slack as configured; the message names the variable to fix."""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SlackApp:
     app: App  # Bolt's, whose client its listeners are given
     client: GuardedClient  # opsbot's own posts: answers, alerts, runs
@@ -153,10 +153,10 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
     engine = RunbookEngine(
         settings.policy,
         agent.executor,
-        RedisRunStore(state.redis),
-        reporter,
-        approvals,
-        model_explainer(agent.model) if agent.model is not None else None,
+        store=RedisRunStore(state.redis),
+        reporter=reporter,
+        approvals=approvals,
+        explainer=model_explainer(agent.model) if agent.model is not None else None,
         lease_ttl_s=settings.runbooks.lease_ttl_s,
         audit=agent.audit,
     )
@@ -166,20 +166,20 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
     conversation = Conversation(
         agent,
         client,
-        approvals,
-        requests,
-        settings.slack,
-        engine,
-        directory,
+        approvals=approvals,
+        requests=requests,
+        settings=settings.slack,
+        engine=engine,
+        directory=directory,
         requeue=lambda job: dispatcher.accept(job, "command", active_ttl_s=settings.memory.ttl_s),
         outbound=client.outbound,
     )
     dispatcher = Dispatcher(
         state,
         pool,
-        conversation.handle,
-        Journal(),
-        settings.slack.dedupe_ttl_s,
+        handle=conversation.handle,
+        journal=Journal(),
+        dedupe_ttl_s=settings.slack.dedupe_ttl_s,
         on_takeover=agent.memory.break_lock,
     )
     janitor = Janitor(dispatcher, tick_s=min(1.0, settings.slack.drain_lease_s / 3))
@@ -187,21 +187,21 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
     alerts = AlertRouter(
         settings.policy,
         engine,
-        client,
-        state.redis,
-        pool,
-        settings.alerts,
-        identity.team_id,
-        (lambda job: dispatcher.submit(job, here_when_full=True)) if agent.model is not None else None,
+        client=client,
+        store=state.redis,
+        pool=pool,
+        settings=settings.alerts,
+        team=identity.team_id,
+        first_look=(lambda job: dispatcher.submit(job, here_when_full=True)) if agent.model is not None else None,
         owner=engine.owner,
     )
     intake = Intake(
         agent.memory,
         dispatcher,
-        identity,
-        settings.slack,
-        settings.memory.ttl_s,
-        settings.policy,
+        identity=identity,
+        settings=settings.slack,
+        thread_ttl_s=settings.memory.ttl_s,
+        policy=settings.policy,
         can_ask=agent.model is not None,
     )
     notices = ThreadPoolExecutor(max_workers=2, thread_name_prefix="opsbot-notice")
@@ -221,19 +221,19 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
     recovery = Recovery(engine, reporter.reshow, settings.runbooks.recover_every_s)
     recovery.start()
     return SlackApp(
-        app,
-        client,
-        dispatcher,
-        pool,
-        state,
-        identity,
-        engine,
-        alerts,
-        reporter,
-        janitor,
-        conversation,
-        notices,
-        recovery,
+        app=app,
+        client=client,
+        dispatcher=dispatcher,
+        pool=pool,
+        state=state,
+        identity=identity,
+        engine=engine,
+        alerts=alerts,
+        reporter=reporter,
+        janitor=janitor,
+        conversation=conversation,
+        notices=notices,
+        recovery=recovery,
     )
 
 

@@ -9,7 +9,7 @@ syntax and makes everything else plain (links to unlisted hosts included), whate
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
 from ...tools.base import CallStatus
@@ -78,10 +78,17 @@ def step_lines(step: Step) -> list[str]:
     return lines
 
 
-def steps_message(lines: list[str], done: bool) -> tuple[str, list[Block]]:
+class Content(NamedTuple):
+    """A message as posted: the text notifications show, and the blocks the message shows."""
+
+    text: str
+    blocks: list[Block]
+
+
+def steps_message(lines: list[str], done: bool) -> Content:
     head = "*Steps*" if done else "*Working on it…*"
     text = "\n".join(lines[-40:]) or "_asking the model…_"
-    return "opsbot steps", [section(f"{head}\n{text}")]
+    return Content("opsbot steps", [section(f"{head}\n{text}")])
 
 
 def context_line(reply: Reply) -> str:

@@ -107,6 +107,7 @@ class Dispatcher:
         self,
         state: SlackState,
         pool: WorkerPool,
+        *,
         handle: Callable[[Job], None],
         journal: Journal,
         dedupe_ttl_s: int,

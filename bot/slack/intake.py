@@ -48,6 +48,7 @@ class Intake:
         self,
         memory: Memory,
         dispatcher: Dispatcher,
+        *,
         identity: BotIdentity,
         settings: SlackSettings,
         thread_ttl_s: int,

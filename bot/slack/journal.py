@@ -18,6 +18,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -40,6 +41,20 @@ class Entry(BaseModel):
     since: float
 
 
+class ActiveThread(NamedTuple):
+    """A thread known to be opsbot's, and the seconds it stays so."""
+
+    thread: str
+    ttl_s: int
+
+
+class _Key(NamedTuple):
+    """An entry's key: a job is one delivery in its thread."""
+
+    thread: str
+    job: str
+
+
 class Journal:
     def __init__(
         self,
@@ -52,7 +67,7 @@ class Journal:
         self.max_age_s = max_age_s
         self.active_limit = active_limit
         self.clock = clock
-        self._entries: OrderedDict[tuple[str, str], Entry] = OrderedDict()
+        self._entries: OrderedDict[_Key, Entry] = OrderedDict()
         self._active: OrderedDict[str, float] = OrderedDict()  # thread -> until, on `clock`
         self._lock = threading.Lock()
 
@@ -82,13 +97,13 @@ class Journal:
         with self._lock:
             return self._active.get(thread, 0.0) > self.clock()
 
-    def active(self) -> list[tuple[str, int]]:
+    def active(self) -> list[ActiveThread]:
         """The threads known to be opsbot's, with the seconds each has left."""
         now = self.clock()
         with self._lock:
             for thread in [t for t, until in self._active.items() if until <= now]:
                 del self._active[thread]
-            return [(thread, max(1, int(until - now))) for thread, until in self._active.items()]
+            return [ActiveThread(thread, max(1, int(until - now))) for thread, until in self._active.items()]
 
     def done(self, job: Job) -> None:
         with self._lock:
@@ -120,5 +135,5 @@ class Journal:
             log.warning("journal: job %s was given up on (%s)", oldest.job.id, "parked" if oldest.parked else "queued")
 
 
-def _key(job: Job) -> tuple[str, str]:
-    return (job.thread.key, job.id)
+def _key(job: Job) -> _Key:
+    return _Key(job.thread.key, job.id)

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.client import HTTPException
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.error import URLError
 
 from slack_sdk import WebClient
@@ -65,7 +65,7 @@ class PostFailed(Exception):
         self.error = error
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Pacing:
     """How long `post_once` waits, and with what; tests pass their own `sleep` and `clock`."""
 
@@ -104,8 +104,8 @@ class _Fate(enum.Enum):
     UNKNOWN = "unknown"  # no look that counts succeeded in the window
 
 
-@dataclass(frozen=True)
-class _Target:
+@dataclass(frozen=True, kw_only=True)
+class _Marked:
     """Where the marked message goes, and how it is recognised there."""
 
     client: WebClient
@@ -155,7 +155,7 @@ def post_once(
     attempt that may still land (a stream stop with no answer) gives instead `may_land_from`, the
     pacing clock's time it started: the looks then go on over its window, as after a post."""
     pacing = pacing or PACING
-    target = _Target(client, channel, thread_ts, job_id, kind)
+    target = _Marked(client=client, channel=channel, thread_ts=thread_ts, job_id=job_id, kind=kind)
     if check_first or may_land_from is not None:
         settled = -math.inf if may_land_from is None else may_land_from + pacing.window(client)
         until = max(settled, pacing.clock() + pacing.window(client))
@@ -189,7 +189,7 @@ def post_once(
     raise PostFailed(error)
 
 
-def _try_post(target: _Target, text: str, blocks: list[Block] | None) -> _Tried:
+def _try_post(target: _Marked, text: str, blocks: list[Block] | None) -> _Tried:
     try:
         response = target.client.chat_postMessage(
             channel=target.channel,
@@ -217,7 +217,7 @@ def may_have_landed(exc: Exception) -> bool:
     return isinstance(exc, _UNANSWERED)
 
 
-def _look(target: _Target, pacing: Pacing, until: float, counts_from: float) -> str | _Fate:
+def _look(target: _Marked, pacing: Pacing, until: float, counts_from: float) -> str | _Fate:
     """Look for the marked message, again after each pause, until a look settles its fate or
     `until` passes. Finding it settles it (its ts); finding nothing settles it only for a look
     that started at `counts_from` or later, when the post can no longer land (`ABSENT`). A look
@@ -225,10 +225,10 @@ def _look(target: _Target, pacing: Pacing, until: float, counts_from: float) -> 
     pauses = pacing.pauses()
     while True:
         started = pacing.clock()
-        checked, found = find_marked(target.client, target.channel, target.thread_ts, target.job_id, target.kind)
-        if found is not None:
-            return found
-        if checked and started >= counts_from:
+        looked = find_marked(target.client, target.channel, target.thread_ts, target.job_id, target.kind)
+        if looked.ts is not None:
+            return looked.ts
+        if looked.checked and started >= counts_from:
             return _Fate.ABSENT
         left = until - pacing.clock()
         if left <= 0:
@@ -237,7 +237,7 @@ def _look(target: _Target, pacing: Pacing, until: float, counts_from: float) -> 
         pacing.sleep(min(next(pauses), left))
 
 
-def _warn_blind(target: _Target, pacing: Pacing, what: str) -> None:
+def _warn_blind(target: _Marked, pacing: Pacing, what: str) -> None:
     log.warning(
         "could not learn whether %s of %s arrived in %s (no look succeeded for %.0f s); posting it anyway "
         "rather than lose it: it is marked, so a later look finds it, but it may show twice",
@@ -270,9 +270,14 @@ def post_or_log(
         return None
 
 
-def find_marked(
-    client: WebClient, channel: str, thread_ts: str | None, job_id: str, kind: str
-) -> tuple[bool, str | None]:
+class Looked(NamedTuple):
+    """A look for a marked message: whether Slack could be asked, and the message's ts if found."""
+
+    checked: bool
+    ts: str | None
+
+
+def find_marked(client: WebClient, channel: str, thread_ts: str | None, job_id: str, kind: str) -> Looked:
     """Whether Slack could be asked, and the ts of a message carrying `job_id`'s marker: in the
     thread, or among the channel's newest messages for a post that starts a thread."""
     try:
@@ -284,12 +289,12 @@ def find_marked(
             )
     except (SlackApiError, *_UNANSWERED) as exc:
         log.warning("cannot check %s for an earlier post: %s", thread_ts or channel, exc)
-        return False, None
+        return Looked(checked=False, ts=None)
     for message in response.get("messages") or []:
         metadata = message.get("metadata") or {}
         if metadata.get("event_type") == kind and (metadata.get("event_payload") or {}).get("job") == job_id:
-            return True, str(message["ts"])
-    return True, None
+            return Looked(checked=True, ts=str(message["ts"]))
+    return Looked(checked=True, ts=None)
 
 
 def tell(client: WebClient, channel: str, user: str, text: str) -> None:

@@ -25,7 +25,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.error import URLError
 
 from slack_sdk import WebClient
@@ -57,6 +57,14 @@ _SLACK_FAILURES = (SlackApiError, URLError, OSError)
 # this often (streamed steps, each a model call apart, go as they finish); so do the edits of a
 # steps message, where a busy thread's quick steps would otherwise be an edit each.
 APPEND_EVERY_S = 1.0
+
+
+class _Stopped(NamedTuple):
+    """How a stream's stop went: `done` (the streamed message is the answer), else the pacing
+    clock's time the failed stop started if it may land all the same."""
+
+    done: bool
+    may_land_from: float | None = None
 
 
 class SlackProgress(Progress):
@@ -135,9 +143,10 @@ class SlackProgress(Progress):
                 self._show_steps(done=True)
             stop_may_land = None
             if self.streamer is not None and self.streamer.ts is not None:
-                stopped, stop_may_land = self._stop(reply, self.streamer)
-                if stopped:
+                stopped = self._stop(reply, self.streamer)
+                if stopped.done:
                     return self.streamer.ts
+                stop_may_land = stopped.may_land_from
             # A stop that took effect but whose response was lost or late holds the answer.
             return post_once(
                 self.client,
@@ -193,7 +202,7 @@ class SlackProgress(Progress):
         self.stream_ends_line = text.endswith("\n")
         return True
 
-    def _stop(self, reply: Reply, streamer: ChatStream) -> tuple[bool, float | None]:
+    def _stop(self, reply: Reply, streamer: ChatStream) -> _Stopped:
         """Complete the streamed message as the answer: whether it was, else (so it is posted) when
         the stop that failed started if it may land all the same.
 
@@ -210,14 +219,14 @@ class SlackProgress(Progress):
             streamer.stop(markdown_text=markdown or None, blocks=blocks, metadata=marker(self.job.id))
         except _SLACK_FAILURES as exc:
             log.warning("could not complete the streamed answer (%s); posting it instead", _error(exc))
-            return False, started if may_have_landed(exc) else None
+            return _Stopped(done=False, may_land_from=started if may_have_landed(exc) else None)
         if self.misled or (self.preview.text and (rest is None or not fits)):
             self._rewrite(reply, streamer)
-        return True, None
+        return _Stopped(done=True)
 
     def _rewrite(self, reply: Reply, streamer: ChatStream) -> None:
         """Make the stopped message the steps and the answer alone (see the module's docstring)."""
-        steps = steps_message(self.lines, done=True)[1] if self.lines else []
+        steps = steps_message(self.lines, done=True).blocks if self.lines else []
         try:
             self.client.chat_update(
                 channel=self.channel,

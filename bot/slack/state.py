@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from ..redis.client import REDIS_ERRORS, RedisClient
 from ..telemetry import metrics
 from .jobs import Job
+from .journal import ActiveThread
 
 # KEYS of every thread script, in this order: 1 queue (zset id -> ts), 2 jobs (hash id -> job),
 # 3 marks (hash id -> flags: f first in thread, r resumed), 4 drain (lease token), 5 inflight (id
@@ -150,6 +151,7 @@ class SlackState:
         self,
         client: RedisClient,
         prefix: str = "opsbot:slack",
+        *,
         lease_s: float = 15.0,
         clock: Any = time.time,
         intake: RedisClient | None = None,
@@ -295,7 +297,7 @@ class SlackState:
         """Say the marks are whole; janitors say it every round, so it lapses only with them."""
         self.redis.set(self._marks_whole_key, "1", ex=MARKS_WHOLE_TTL_S)
 
-    def mark_active(self, threads: list[tuple[str, int]]) -> None:
+    def mark_active(self, threads: list[ActiveThread]) -> None:
         """Mark threads as ones opsbot takes part in, each for its seconds (after Redis forgot them)."""
         with self.redis.pipeline(transaction=False) as pipe:
             for thread, ttl_s in threads:

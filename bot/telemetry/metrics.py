@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -248,11 +248,18 @@ def redis_error(component: str) -> None:
 # ---------------------------------------------------------------- exposition
 
 
-def exposition() -> tuple[bytes, str]:
+class Exposition(NamedTuple):
+    """The registry in Prometheus's text format, and its content type."""
+
+    body: bytes
+    content_type: str
+
+
+def exposition() -> Exposition:
     """The registry in Prometheus's text format, and its content type."""
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-    return generate_latest(_m().registry), CONTENT_TYPE_LATEST
+    return Exposition(generate_latest(_m().registry), CONTENT_TYPE_LATEST)
 
 
 def serve(port: int, host: str = "0.0.0.0") -> WSGIServer:

@@ -1,13 +1,14 @@
-"""Optional OpenTelemetry traces: a span per agent run, per model call and per tool call.
+"""Optional OpenTelemetry traces: a span per agent run, per model call and per tool call, and one
+per stretch of a runbook run (its steps from a start, a decision or a takeover to a wait or the end).
 
 Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (the standard variable; the OTLP/HTTP exporter reads
 it and the other OTEL_EXPORTER_OTLP_* ones itself). Off, nothing of opentelemetry is imported:
 it costs startup time every command would pay, and `span` is a no-op context manager.
 
 Spans carry `opsbot.run_id`, the id of the run they belong to (`Reply.run_id`, the step log's
-`run`); the step log carries the trace id while tracing is on. opsbot keeps a tracer provider of
-its own rather than setting OpenTelemetry's global one, so a test can install an in-memory
-exporter and take it away again.
+`run`, or a runbook run's id: the audit records' `run` either way); the step log carries the
+trace id while tracing is on. opsbot keeps a tracer provider of its own rather than setting
+OpenTelemetry's global one, so a test can install an in-memory exporter and take it away again.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -138,7 +139,14 @@ def _get_tracer() -> Tracer | None:
     return _tracer
 
 
-def _make(exporter: SpanExporter, batch: bool) -> tuple[TracerProvider, Tracer]:
+class _Installed(NamedTuple):
+    """A tracer provider exporting spans, and opsbot's tracer from it."""
+
+    provider: TracerProvider
+    tracer: Tracer
+
+
+def _make(exporter: SpanExporter, batch: bool) -> _Installed:
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
@@ -148,7 +156,7 @@ def _make(exporter: SpanExporter, batch: bool) -> tuple[TracerProvider, Tracer]:
     name = os.environ.get("OTEL_SERVICE_NAME") or SERVICE_NAME
     provider = TracerProvider(resource=Resource.create({"service.name": name}))
     provider.add_span_processor(BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter))
-    return provider, provider.get_tracer("opsbot")
+    return _Installed(provider, provider.get_tracer("opsbot"))
 
 
 def _shutdown() -> None:

@@ -34,6 +34,7 @@ class TerminalApprovals:
         self,
         policy: Policy,
         user: Principal,
+        *,
         thread: str,
         out: Console,
         prompter: Prompter,

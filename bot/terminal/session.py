@@ -44,10 +44,8 @@ class Leave(BaseException):
     given up as on Ctrl-C, so the command it runs is killed rather than left behind, then the chat ends."""
 
 
-
-
 class ChatSession:
-    def __init__(self, agent: Agent, policy: Policy, thread: str, prompter: Prompter, live: bool) -> None:
+    def __init__(self, agent: Agent, policy: Policy, *, thread: str, prompter: Prompter, live: bool) -> None:
         self.agent = agent
         self.policy = policy
         self.thread = thread
@@ -55,7 +53,9 @@ class ChatSession:
         self.live = live
         self.out = console(sys.stdout)
         self.steps = self.out if live else console(sys.stderr)
-        self.approvals = TerminalApprovals(policy, TERMINAL_USER, thread, self.out, prompter, agent.audit)
+        self.approvals = TerminalApprovals(
+            policy, TERMINAL_USER, thread=thread, out=self.out, prompter=prompter, audit=agent.audit
+        )
         self.leaving = False  # SIGHUP or SIGTERM came: no more questions
 
     @classmethod
@@ -69,7 +69,7 @@ class ChatSession:
             except OSError as exc:
                 say(console(sys.stderr), f"No history this time ({exc}); line editing works.", "yellow")
                 prompter = EditingPrompter(None, completer(policy))
-        return cls(agent, policy, thread, prompter, live)
+        return cls(agent, policy, thread=thread, prompter=prompter, live=live)
 
     def banner(self, model: str) -> None:
         say(self.out, f"opsbot · model {model} · memory: {self.agent.memory.describe()} · thread {self.thread}", "bold")

@@ -205,7 +205,14 @@ class Parameter(Strict):
         return text if self.default is None else f"{text}; default {self.default}"
 
 
-def check_values(params: Mapping[str, Parameter], given: Mapping[str, object]) -> tuple[dict[str, str], list[str]]:
+class Checked(NamedTuple):
+    """Every parameter's checked value, defaults filled in, and every problem, one phrase each."""
+
+    values: dict[str, str]
+    problems: list[str]
+
+
+def check_values(params: Mapping[str, Parameter], given: Mapping[str, object]) -> Checked:
     """Every parameter's checked value, defaults filled in, and every problem, one phrase each
     (for a command's parameters and a runbook's alike)."""
     problems = [f"unknown parameter {key!r}" for key in given if key not in params]
@@ -219,7 +226,7 @@ def check_values(params: Mapping[str, Parameter], given: Mapping[str, object]) -
             values[key] = param.check(value)
         except ValueError as exc:
             problems.append(f"parameter {key!r} {exc}")
-    return values, problems
+    return Checked(values, problems)
 
 
 @functools.lru_cache(maxsize=256)

@@ -49,7 +49,7 @@ The rules, checked when the policy loads (`opsbot check-config` shows them with 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import Discriminator, Field, StringConstraints, Tag, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -65,10 +65,17 @@ TEMPLATE = re.compile(r"\{(params|steps)\.([A-Za-z0-9_.-]+)\}")
 _BRACED = re.compile(r"\{[^{}]*\}")
 
 
-def template_of(value: object) -> tuple[str, str] | None:
+class Template(NamedTuple):
+    """`{{ params.x }}` or `{{ steps.id.field }}`: which of the two, and the rest."""
+
+    namespace: str
+    path: str
+
+
+def template_of(value: object) -> Template | None:
     """(`params`|`steps`, the rest) when `value` is exactly one template, else None."""
     if isinstance(value, str) and (match := TEMPLATE.fullmatch(value)):
-        return match.group(1), match.group(2)
+        return Template(match.group(1), match.group(2))
     return None
 
 

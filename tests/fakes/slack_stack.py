@@ -77,9 +77,9 @@ class Stack:
         agent = Agent(
             client,
             memory,
-            ops_tools(self.settings.policy),
-            self.settings.loop,
-            self.settings.memory,
+            tools=ops_tools(self.settings.policy),
+            limits=self.settings.loop,
+            memory_settings=self.settings.memory,
             audit=build_audit(self.settings),
         )
         self.built = build_slack_app(self.settings, http=True, agent=agent)

@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from urllib.parse import unquote
 
 from ...config.policy import ConfigRoot, control_character
@@ -160,7 +161,14 @@ def walk(start: int) -> Iterator[Here]:
             os.close(fd)
 
 
-def resolve(root: ConfigRoot, here: Here, parts: list[str]) -> tuple[str, os.stat_result] | None:
+class Entry(NamedTuple):
+    """The last entry of a walk: its name in the directory the walk ended in, and its own status."""
+
+    name: str
+    status: os.stat_result
+
+
+def resolve(root: ConfigRoot, here: Here, parts: list[str]) -> Entry | None:
     """Walk `parts` down from where `here` stands; the last entry (a name in `here`) and its own
     status, not its target's. None when the parts name the starting directory itself."""
     pending = deque(parts)
@@ -177,7 +185,7 @@ def resolve(root: ConfigRoot, here: Here, parts: list[str]) -> tuple[str, os.sta
         if stat.S_ISLNK(status.st_mode):
             hops = _follow(root, here, part, pending, hops)
         elif not pending:
-            return part, status
+            return Entry(part, status)
         elif stat.S_ISDIR(status.st_mode):
             here.enter(part)
         else:
@@ -239,7 +247,14 @@ def _hard_linked(root: ConfigRoot, status: os.stat_result) -> bool:
     return stat.S_ISREG(status.st_mode) and status.st_nlink > 1 and not root.allow_hardlinks
 
 
-def read_bytes(fd: int, limit: int) -> tuple[bytes, bool]:
+class Read(NamedTuple):
+    """Up to a limit of a file's bytes, and whether there was more."""
+
+    data: bytes
+    cut: bool
+
+
+def read_bytes(fd: int, limit: int) -> Read:
     """Up to `limit` bytes, and whether there was more. Closes `fd`."""
     chunks: list[bytes] = []
     size = 0
@@ -253,7 +268,7 @@ def read_bytes(fd: int, limit: int) -> tuple[bytes, bool]:
     finally:
         os.close(fd)
     data = b"".join(chunks)
-    return data[:limit], len(data) > limit
+    return Read(data[:limit], len(data) > limit)
 
 
 # ---------------------------------------------------------------- listing

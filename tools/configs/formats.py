@@ -12,7 +12,7 @@ import re
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -36,12 +36,19 @@ class Unparsable(Exception):
     pass
 
 
-def format_of(name: str, text: str) -> tuple[str, Any]:
+class Document(NamedTuple):
+    """A file's format (`yaml`, `json`, …, `text`), and its data."""
+
+    kind: str
+    data: Any
+
+
+def format_of(name: str, text: str) -> Document:
     """The file's format and, when it parses, its data (None otherwise)."""
     try:
         return document(name, text)
     except Unparsable:
-        return _known_format(name) or "text", None
+        return Document(_known_format(name) or "text", None)
 
 
 def _known_format(name: str) -> str | None:
@@ -51,15 +58,15 @@ def _known_format(name: str) -> str | None:
     return _EXTENSIONS.get(os.path.splitext(lowered)[1])
 
 
-def document(name: str, text: str) -> tuple[str, Any]:
+def document(name: str, text: str) -> Document:
     """The parsed file: by its extension when it has a known one, else the first format that
     yields a mapping (JSON, TOML, YAML, INI, in that order)."""
     known = _known_format(name)
     if known is not None:
-        return known, _parse(known, text)
+        return Document(known, _parse(known, text))
     for candidate in ("json", "toml", "yaml", "ini"):
         try:
-            return candidate, _parse(candidate, text)
+            return Document(candidate, _parse(candidate, text))
         except Unparsable:
             continue
     raise Unparsable("not YAML, JSON, TOML, INI, .env or .properties (by its name or its content)")

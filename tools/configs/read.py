@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 import errno
-import os
 import stat
 from typing import Any
 
@@ -24,6 +23,7 @@ from ..text import plural, without_cut_words
 from .confined import (
     LIST_DEPTH,
     LIST_FILES,
+    Entry,
     HardLinked,
     Here,
     Listing,
@@ -145,7 +145,7 @@ def _read_file_root(args: ReadConfigArgs, root: ConfigRoot, start: int, name: st
                     "(links that stay in its directory are then read)",
                 )
             found = resolve(root, here, [name])
-            if found is None or not stat.S_ISREG(found[1].st_mode):
+            if found is None or not stat.S_ISREG(found.status.st_mode):
                 raise Refused(f"{name!r} is not a regular file")
             return _read_file(args, root, here, found, name)
         except Missing:
@@ -161,12 +161,12 @@ def _read_in_directory(args: ReadConfigArgs, root: ConfigRoot, start: int, reque
     with walk(start) as here:
         try:
             found = resolve(root, here, requested)
-            if found is None or stat.S_ISDIR(found[1].st_mode):
+            if found is None or stat.S_ISDIR(found.status.st_mode):
                 if found is not None:
-                    here.enter(found[0])
+                    here.enter(found.name)
                 return ToolResult.success(_listing(args.name, root, start, here))
-            if stat.S_ISREG(found[1].st_mode) and not root.includes(shown):
-                raise Missing(found[0])
+            if stat.S_ISREG(found.status.st_mode) and not root.includes(shown):
+                raise Missing(found.name)
             return _read_file(args, root, here, found, shown)
         except Missing as missing:
             return _not_found(args.name, root, here, shown, missing.name)
@@ -176,7 +176,7 @@ def _read_in_directory(args: ReadConfigArgs, root: ConfigRoot, start: int, reque
 
 
 def _read_file(
-    args: ReadConfigArgs, root: ConfigRoot, here: Here, found: tuple[str, os.stat_result], shown: str
+    args: ReadConfigArgs, root: ConfigRoot, here: Here, found: Entry, shown: str
 ) -> ToolResult:
     data, cut = read_bytes(open_regular(root, here, *found), root.max_bytes)
     if b"\x00" in data[:8192]:
@@ -185,7 +185,7 @@ def _read_file(
     where = {"name": args.name, **({"path": shown} if args.path else {})}
     if args.key is None:
         note = f"cut at {root.max_bytes:,} bytes: the file is larger than the root's max_bytes" if cut else None
-        kind, parsed = format_of(found[0], text)
+        kind, parsed = format_of(found.name, text)
         content = _masked(text, parsed)
         return ToolResult(ok=True, data={**where, "format": kind, "content": content}, truncated=note)
     if cut:
@@ -194,7 +194,7 @@ def _read_file(
             f"{shown!r} is larger than {root.max_bytes:,} bytes; a key cannot be looked up in part of it",
             hint="read it without key to see its beginning",
         )
-    return _lookup(where, found[0], text, args.key)
+    return _lookup(where, found.name, text, args.key)
 
 
 def _os_failure(args: ReadConfigArgs, exc: OSError) -> ToolResult:

@@ -18,7 +18,7 @@ import re
 import stat
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -234,6 +234,7 @@ class Chunk:
 
     data: bytearray
     start: int
+    _: KW_ONLY
     stop: int
     size: int
     grouping: Grouping  # chosen by the reader (entries.Modes)
@@ -295,7 +296,9 @@ def raw_backwards(handle: IO[bytes], end: int, budget: int, f: Filters) -> Itera
             return
         unreported += size
         if len(carry) > LONG_LINE_BYTES:  # the end of a line longer than that: a piece of its own
-            yield Chunk(bytearray(carry), 0, len(carry), 0, _grouping(bytearray(carry), 0, len(carry), modes))
+            yield Chunk(
+                bytearray(carry), 0, stop=len(carry), size=0, grouping=_grouping(bytearray(carry), 0, len(carry), modes)
+            )
             carry = b""
         length = size + len(carry)
         buffer[size:length] = carry
@@ -311,7 +314,7 @@ def raw_backwards(handle: IO[bytes], end: int, budget: int, f: Filters) -> Itera
                 carry = bytes(view[:length])  # one line so far: its start is further back
                 continue
             start = cut + 1 if cut != -1 else 0
-            start = _first_entry(Chunk(buffer, start, stop, 0, grouping), LONG_LINE_BYTES - start)
+            start = _first_entry(Chunk(buffer, start, stop=stop, size=0, grouping=grouping), LONG_LINE_BYTES - start)
             if start > stop and length < LONG_LINE_BYTES:  # every line continues an older entry
                 carry = bytes(view[:stop])
                 continue
@@ -319,10 +322,10 @@ def raw_backwards(handle: IO[bytes], end: int, budget: int, f: Filters) -> Itera
             carry = bytes(view[: max(start - 1, 0)]) if start else b""
         else:
             carry = b""
-        yield Chunk(buffer, start, stop, unreported, grouping)
+        yield Chunk(buffer, start, stop=stop, size=unreported, grouping=grouping)
         unreported = 0
     if unreported:  # the budget ended inside a line, which is left out: its bytes were read
-        yield Chunk(buffer, 0, 0, unreported, Grouping(f, timed=False))
+        yield Chunk(buffer, 0, stop=0, size=unreported, grouping=Grouping(f, timed=False))
 
 
 def _first_entry(chunk: Chunk, reach: int) -> int:

@@ -14,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import ahocorasick
 import regex
@@ -27,7 +27,7 @@ from .filters import Filters, Prefilter
 from .levels import LEVELS as LEVELS  # query.py reads it from here
 from .levels import level_rank
 from .levels import level_tokens as _level_tokens  # its name before levels.py: prefilter_for unchanged
-from .time import Verdict, time_of
+from .time import Judged, Verdict, time_of
 
 REGEX_SEARCH_SECONDS = 0.5
 
@@ -292,9 +292,16 @@ def required_literal(pattern: str) -> tuple[str, bool] | None:
     return longest, bool(parsed.state.flags & re.IGNORECASE)
 
 
-def match_block(
-    text: str, f: Filters, need: int, judged: tuple[Verdict, float], grouping: Grouping
-) -> tuple[int, list[str], int]:
+class Found(NamedTuple):
+    """What one block gave: its matching entries, the newest `need` of them oldest first, and
+    its matching entries without a time."""
+
+    matches: int
+    entries: list[str]
+    untimed: int
+
+
+def match_block(text: str, f: Filters, need: int, judged: Judged, grouping: Grouping) -> Found:
     """(matching entries, the newest `need` of them oldest first, matching entries without a time)
     in one block, judged on redacted entries. An entry is a line with the lines that continue it
     (entries.py), grouped as `grouping` says: the level is its first line's, the substring and the
@@ -302,14 +309,14 @@ def match_block(
     that span lines (redact_spanning)."""
     verdict, first = judged
     if verdict in (Verdict.newer, Verdict.older):
-        return 0, [], 0
+        return Found(0, [], 0)
     if not f.content:
         # Every entry counts: the block's body runs are hidden first, so a key counts as one line.
         text = redact_body_runs(text)
         if verdict is Verdict.untimed:
-            return 0, [], grouping.count(text)
+            return Found(0, [], grouping.count(text))
         if verdict is Verdict.inside:
-            return grouping.count(text), _redacted(grouping.newest(text, need)), 0
+            return Found(grouping.count(text), _redacted(grouping.newest(text, need)), 0)
     kept: deque[str] = deque(maxlen=need)
     count = untimed = 0
     try:
@@ -326,8 +333,8 @@ def match_block(
             count += 1
             kept.append(entry)
     except OutOfTime:
-        raise OutOfTime((count, list(kept), untimed)) from None
-    return count, list(kept), untimed
+        raise OutOfTime(Found(count, list(kept), untimed)) from None
+    return Found(count, list(kept), untimed)
 
 
 def _judged_entries(text: str, f: Filters, grouping: Grouping) -> Iterable[tuple[int, str]]:
@@ -401,9 +408,9 @@ class RegexTooSlow(Exception):
 class OutOfTime(Exception):
     """The query's deadline passed in the middle of a block; `partial` is what the block gave so far."""
 
-    def __init__(self, partial: tuple[int, list[str], int] = (0, [], 0)) -> None:
+    def __init__(self, partial: Found | None = None) -> None:
         super().__init__("the query's time is up")
-        self.partial = partial
+        self.partial = partial if partial is not None else Found(0, [], 0)
 
 
 def _search(f: Filters, text: str, position: int) -> Any:

@@ -44,8 +44,8 @@ from .files import (
     windows,
 )
 from .filters import Filters
-from .match import OutOfTime, match_block
-from .time import Verdict, judge
+from .match import Found, OutOfTime, match_block
+from .time import Judged, Verdict, judge
 
 # Once `limit` lines are found, counting goes on only this far, so a plain "last 50 errors" stays fast.
 COUNT_SCAN_BYTES = 16 * MIB
@@ -98,9 +98,7 @@ class Scan:
     cut_lines: bool = False  # an entry kept had a line longer than MAX_LINE_CHARS
     cut_entries: bool = False  # an entry kept had more than ENTRY_HEAD_LINES + ENTRY_TAIL_LINES + 1 lines
 
-    def match(
-        self, text: str, need: int, judged: tuple[Verdict, float], grouping: Grouping
-    ) -> tuple[int, list[str], int]:
+    def match(self, text: str, need: int, judged: Judged, grouping: Grouping) -> Found:
         """match_block, stopping the scan with what the block gave so far when time is up; the
         entries it gives are shortened as the result shows them."""
         try:
@@ -109,7 +107,7 @@ class Scan:
             self.out_of_time = True
             self.stopped = self.stopped or self.out_of_seconds()
             count, entries, untimed = exc.partial
-        return count, [self.shortened(entry) for entry in entries], untimed
+        return Found(count, [self.shortened(entry) for entry in entries], untimed)
 
     def shortened(self, entry: str) -> str:
         """`entry` as the result shows it (see MAX_LINE_CHARS), noting what was cut."""
@@ -195,7 +193,7 @@ def _scan_plain(file: LogFile, scan: Scan, needle: Needle | None) -> None:
             scan.scanned += size
             text = redact_spanning(text)
             judged = judge(text, scan.f)
-            if judged[0] is Verdict.older:
+            if judged.verdict is Verdict.older:
                 scan.past_since = True
                 return
             scan.add(*scan.match(text, max(scan.need, 0), judged, grouping))
@@ -306,9 +304,9 @@ def _scan_gz(file: LogFile, scan: Scan) -> None:
                 scan.scanned += size
                 text = redact_spanning(text)
                 judged = judge(text, scan.f)
-                if judged[0] is Verdict.newer:
+                if judged.verdict is Verdict.newer:
                     break
-                scan.past_since |= judged[0] is Verdict.older
+                scan.past_since |= judged.verdict is Verdict.older
                 found, lines, no_time = scan.match(text, kept.maxlen or 0, judged, grouping)
                 count, untimed = count + found, untimed + no_time
                 kept.extend(lines)

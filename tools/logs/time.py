@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, tzinfo
 from enum import Enum
+from typing import NamedTuple
 
 from ..base import ErrorType, ToolResult
 from .filters import Filters
@@ -55,25 +56,32 @@ class Verdict(Enum):
     untimed = "no line has a timestamp"
 
 
-def judge(text: str, f: Filters) -> tuple[Verdict, float]:
+class Judged(NamedTuple):
+    """Where a block lies against since/until, and its first timestamp (0.0 when it has none)."""
+
+    verdict: Verdict
+    first: float
+
+
+def judge(text: str, f: Filters) -> Judged:
     """Where a block lies against since/until, by its first and last timestamps.
 
     Logs are written in time order, so a block whose ends are both inside the range is inside
     whole; lines before the block's first timestamp (the tail of a stack trace) go with it.
     """
     if not f.timed:
-        return Verdict.inside, 0.0
+        return Judged(Verdict.inside, 0.0)
     first = first_stamp(text, f)
     if first is None:
-        return Verdict.untimed, 0.0
+        return Judged(Verdict.untimed, 0.0)
     last = time_of(text, text.rfind("\n") + 1, f, fallback=first)
     if f.since is not None and last < f.since:
-        return Verdict.older, first
+        return Judged(Verdict.older, first)
     if f.until is not None and first > f.until:
-        return Verdict.newer, first
+        return Judged(Verdict.newer, first)
     if (f.since is None or first >= f.since) and (f.until is None or last <= f.until):
-        return Verdict.inside, first
-    return Verdict.edge, first
+        return Judged(Verdict.inside, first)
+    return Judged(Verdict.edge, first)
 
 
 def first_stamp(text: str, f: Filters) -> float | None:

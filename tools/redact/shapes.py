@@ -17,7 +17,7 @@ bounded, so every shape runs in linear time.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from .markers import Kind, marker
 
@@ -56,6 +56,7 @@ class Shape:
 
     kind: Kind
     needle: str
+    _: KW_ONLY
     pattern: re.Pattern[str]
     before: Before | None = _BOUNDARY
     # A vendor prefix alone is not enough for `sk-`: lowercase names such as
@@ -101,7 +102,10 @@ def shapes(
     group: int = 0,
 ) -> list[Shape]:
     """One Shape per pattern; each pattern's needle is its leading literal."""
-    return [Shape(kind, _literal_prefix(p), re.compile(p), before, random, group, source) for p in patterns]
+    return [
+        Shape(kind, _literal_prefix(p), pattern=re.compile(p), before=before, random=random, group=group, source=source)
+        for p in patterns
+    ]
 
 
 def _literal_prefix(pattern: str) -> str:
