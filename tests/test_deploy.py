@@ -435,7 +435,7 @@ def test_kubectl_kustomize_renders_the_directory() -> None:
 
 def test_both_deployments_recreate_and_wait_for_runs_in_flight() -> None:
     """Recreate: a process refuses a job queued by a newer version, so versions are never mixed
-    (README, Upgrading). The grace period covers the longest a run may still take after SIGTERM."""
+    (docs/operations.md, Upgrading). The grace period covers the longest a run may still take after SIGTERM."""
     for name, deployment in deployments().items():
         assert deployment["spec"]["strategy"] == {"type": "Recreate"}, name
         assert deployment["spec"]["replicas"] == 2, name

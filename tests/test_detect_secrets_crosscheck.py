@@ -2,7 +2,7 @@
 
 Whatever one of its vendor plugins finds in a corpus line, it must not find again once opsbot has
 redacted that line; and its plugins must find nothing in anything opsbot left of the corpus. (Why
-opsbot does not run detect-secrets itself: README, "Secrets: what is redacted, and by what".)
+opsbot does not run detect-secrets itself: docs/security.md, "Secrets: what is redacted, and by what".)
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
-"""README's direct-command examples give what README says, on the bundled sample, as a user runs them.
+"""The documents' direct-command examples give what they say, on the bundled sample, as a user runs them.
 
-The examples are read from README.md itself: every `you> ...` line of a code block (Quick start's
-chat), every `$ opsbot ask "..."` line of one, and every `opsbot ask "..."` in the text that is a
-direct command. Each runs as `opsbot ask "<command>"` in a real process without OPSBOT_CONFIG and
-with an empty cache, so it renders the re-dated sample as a first start does. The answer must be
-of the kind its command asks for (`logs checkout ERROR since=2h` gives ERROR lines of the last two
-hours, not "no matching lines"); lines README shows under an example must be in its output, in
-order, timestamps aside (the sample's logs end near now, so README's times are examples).
+The examples are read from README.md and docs/*.md themselves: every `you> ...` line of a code
+block (README's Quick start chat), every `$ opsbot ask "..."` line of one, and every
+`opsbot ask "..."` in the text that is a direct command (docs/terminal.md's table). Each runs as
+`opsbot ask "<command>"` in a real process without OPSBOT_CONFIG and with an empty cache, so it
+renders the re-dated sample as a first start does. The answer must be of the kind its command
+asks for (`logs checkout ERROR since=2h` gives ERROR lines of the last two hours, not "no
+matching lines"); lines a document shows under an example must be in its output, in order,
+timestamps aside (the sample's logs end near now, so the documents' times are examples).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from opsbot.tools.logs.time import stamp_at
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+DOCS = [README, *(page.read_text(encoding="utf-8") for page in sorted((ROOT / "docs").glob("*.md")))]
+QUICK_START = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
 SAMPLE = Settings.load(SAMPLE_CONFIG)
 
 _BLOCK = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
@@ -81,13 +84,13 @@ def _direct(command: str) -> bool:
     return parsed is not None and not isinstance(parsed, NotACommand)
 
 
-EXAMPLES = readme_examples(README)
+EXAMPLES = readme_examples("\n".join(DOCS))
 
 
 def test_readme_has_the_examples_this_test_runs() -> None:
     commands = [e.command for e in EXAMPLES]
-    # Quick start's chat, then the table's and the text's `opsbot ask` examples: a README change
-    # that hides them from this test fails here instead of testing nothing.
+    # README's Quick start chat, then docs/terminal.md's `opsbot ask` examples: a change to the
+    # documents that hides them from this test fails here instead of testing nothing.
     for expected in ("services", "logs checkout ERROR since=2h", "config checkout", "logs checkout ERROR"):
         assert expected in commands, commands
     assert len(commands) >= 7, commands
@@ -196,7 +199,7 @@ CHECKS = {
 
 
 def test_quick_starts_chat_answers_every_command_there(tmp_path: Path) -> None:
-    typed = [e.command for e in readme_examples(README.split("## Using it")[0])]
+    typed = [e.command for e in readme_examples(QUICK_START)]
     assert "logs checkout ERROR since=2h" in typed
     done = opsbot("chat", cwd=tmp_path, stdin="\n".join([*typed, "exit", ""]))
 
