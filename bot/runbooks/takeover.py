@@ -10,33 +10,23 @@ wait expired.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ...config.policy import Policy
-from .commits import Commits
 from .errors import RunLost
-from .leases import Leases
 from .moves import approved_write_in_flight, end, expire, runbook_changed
+from .parts import RunParts
 from .records import RunRecord, runbook_of
 from .reporting import StepFinished
-from .stepping import Steps
 from .store import RunUnreadable
 
 log = logging.getLogger(__name__)
 
 
-class TakeOver:
-    def __init__(
-        self, *, policy: Policy, commits: Commits, leases: Leases, steps: Steps, clock: Callable[[], datetime]
-    ) -> None:
-        self.policy = policy
-        self.commits = commits
-        self.leases = leases
-        self.steps = steps
-        self.clock = clock
-        self._unreadable: set[str] = set()  # runs that could not be read, told once
+@dataclass(kw_only=True)
+class TakeOver(RunParts):
+    _unreadable: set[str] = field(default_factory=set, init=False)  # runs that could not be read, told once
 
     def recover(self) -> list[RunRecord]:
         """Every unfinished run nobody holds, taken over; returns each as it was left."""

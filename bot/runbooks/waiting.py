@@ -9,32 +9,21 @@ let go by `resume`, covers a decision from the click to the command's result.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from datetime import datetime
+from dataclasses import dataclass
 
-from ...config.policy import Policy, Principal, ToolStep
+from ...config.policy import Principal, ToolStep
 from ..approvals import Decision, Pending, Verdict
-from .commits import Commits
 from .errors import RunLost, RunRefused
-from .leases import Leases
 from .moves import deny, expire, runbook_changed
+from .parts import RunParts
 from .records import RunRecord, runbook_of
 from .reporting import StepFinished, StepStarted
-from .stepping import Steps
 
 log = logging.getLogger(__name__)
 
 
-class Decisions:
-    def __init__(
-        self, *, policy: Policy, commits: Commits, leases: Leases, steps: Steps, clock: Callable[[], datetime]
-    ) -> None:
-        self.policy = policy
-        self.commits = commits
-        self.leases = leases
-        self.steps = steps
-        self.clock = clock
-
+@dataclass(kw_only=True)
+class Decisions(RunParts):
     def waits(self, pending: Pending) -> str | None:
         """None while the run waits for `pending`, else why it does not (a person is told)."""
         assert pending.run is not None
