@@ -25,7 +25,7 @@ from opsbot.bot.agent.prompts import CANCELLED_NOTE
 from opsbot.config.settings import SAMPLE_CONFIG
 from tests.corpus.secrets import KINDS, leaks
 from tests.fakes.model_server import Call, ModelServer, Reply, tool_results
-from tests.fakes.terminal import TAB, UP, Terminal, clean_env
+from tests.fakes.terminal import TAB, UP, Terminal, chats
 from tests.test_cancel import SLEEP, none_left, sleeping, slow_then
 
 ME = getpass.getuser()
@@ -51,19 +51,8 @@ def config(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def terminal(tmp_path: Path, config: Path) -> Iterator[Callable[..., Terminal]]:
-    opened: list[Terminal] = []
-
-    def open_(*args: str, model: ModelServer | None = None, options: tuple[str, ...] = (), **env: str) -> Terminal:
-        extra = {"OPENAI_BASE_URL": model.base_url, "OPSBOT_LLM__MAX_RETRIES": "0"} if model else {}
-        environment = clean_env(XDG_DATA_HOME=str(tmp_path / "data"), PROMPT_TOOLKIT_NO_CPR="1", **extra, **env)
-        term = Terminal([*options, "--config", str(config), "chat", *args], environment, tmp_path)
-        opened.append(term)
-        term.wait_for("you>")
-        return term
-
-    yield open_
-    for term in opened:
-        term.__exit__()
+    with chats(tmp_path, config) as open_:
+        yield open_
 
 
 def prompts(screen: str) -> list[str]:

@@ -32,7 +32,7 @@ from opsbot.config.settings import SAMPLE_CONFIG
 from tests.corpus.terminal import ACTIVE, NO_NUL, SEQUENCES, leaked, lines, unseen
 from tests.fakes.model_server import Call, ModelServer, Reply, tool_results
 from tests.fakes.redis_server import RedisServer
-from tests.fakes.terminal import Terminal, clean_env
+from tests.fakes.terminal import Terminal, chats, clean_env
 
 # What the model chooses and writes, each marked by where it is shown.
 ARGS = {"service": "hostile", **{f"k-{s.id}:{s.raw} end": 1 for s in SEQUENCES}}  # a step line's arguments
@@ -80,18 +80,8 @@ def model_env(server: ModelServer) -> dict[str, str]:
 
 @pytest.fixture
 def chat(tmp_path: Path, config: Path) -> Iterator[Callable[[ModelServer], Terminal]]:
-    opened: list[Terminal] = []
-
-    def open_(server: ModelServer) -> Terminal:
-        env = clean_env(XDG_DATA_HOME=str(tmp_path / "data"), PROMPT_TOOLKIT_NO_CPR="1", **model_env(server))
-        term = Terminal(["--config", str(config), "chat"], env, tmp_path)
-        opened.append(term)
-        term.wait_for("you>")
-        return term
-
-    yield open_
-    for term in opened:
-        term.__exit__()
+    with chats(tmp_path, config) as open_:
+        yield lambda server: open_(model=server)
 
 
 def flat(term: Terminal) -> str:

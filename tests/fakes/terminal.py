@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pexpect
 import pyte
@@ -97,3 +99,24 @@ def clean_env(**extra: str) -> dict[str, str]:
         and not k.startswith("OPSBOT_")
     }
     return {**env, **extra}
+
+
+@contextmanager
+def chats(workdir: Path, config: Path) -> Iterator[Callable[..., Terminal]]:
+    """`opsbot chat` on `config` in pseudo-terminals, opened as often as asked (each waits for its
+    first prompt; `model` points it at a model server), all closed at the end."""
+    opened: list[Terminal] = []
+
+    def open_(*args: str, model: Any = None, options: tuple[str, ...] = (), **env: str) -> Terminal:
+        extra = {"OPENAI_BASE_URL": model.base_url, "OPSBOT_LLM__MAX_RETRIES": "0"} if model else {}
+        environment = clean_env(XDG_DATA_HOME=str(workdir / "data"), PROMPT_TOOLKIT_NO_CPR="1", **extra, **env)
+        term = Terminal([*options, "--config", str(config), "chat", *args], environment, workdir)
+        opened.append(term)
+        term.wait_for("you>")
+        return term
+
+    try:
+        yield open_
+    finally:
+        for term in opened:
+            term.__exit__()
