@@ -43,7 +43,8 @@ SECRET = "AKIAIOSFODNN7EXAMPLE"
 
 def policy_with(sample: Policy, **restart: Any) -> Policy:
     spec = sample.commands["restart"].model_dump()
-    spec.update({"approvers": {"users": ["U1", "U2"]}, **restart})
+    # A team's policy: someone other than the asker approves (the sample lets its one user do both).
+    spec.update({"approvers": {"users": ["U1", "U2"]}, "self_approval": False, **restart})
     leak = {
         "description": "prints a credential, as a misbehaving script would",
         "argv": ["printf", "%s\\n", f"aws_access_key_id={SECRET}"],

@@ -537,7 +537,8 @@ def test_refused_params_store_nothing(
 
 
 def gated(policy: Policy) -> Policy:
-    """The sample with its restart gate and its restart command for on-call members only."""
+    """The sample with its restart gate and its restart command for on-call members only, who may not
+    approve their own requests."""
     book = variant(
         policy,
         "service-erroring",
@@ -545,7 +546,9 @@ def gated(policy: Policy) -> Policy:
         "approve-restart",
         approval={"approvers": {"groups": ["S0ONCALL"]}, "text": "Restart {params.service}?"},
     )
-    restart = policy.commands["restart"].model_copy(update={"approvers": Access(groups=frozenset({"S0ONCALL"}))})
+    restart = policy.commands["restart"].model_copy(
+        update={"approvers": Access(groups=frozenset({"S0ONCALL"})), "self_approval": False}
+    )
     return with_runbooks(policy.model_copy(update={"commands": {**policy.commands, "restart": restart}}), book)
 
 

@@ -3,12 +3,17 @@ out, the scripted model server and a real Redis behind. Assertions are what peop
 
 from __future__ import annotations
 
+import ast
 import json
 import logging
+import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -497,7 +502,8 @@ def test_feedback_is_recorded(make_stack) -> None:
 
 def approvers_policy(sample_policy: Policy, ttl_s: float = 900) -> Policy:
     restart = sample_policy.commands["restart"].model_dump()
-    restart.update(approvers={"users": ["U2", "U1"]}, approval_ttl_s=ttl_s)
+    # A team's policy: someone other than the asker approves (the sample lets its one user do both).
+    restart.update(approvers={"users": ["U2", "U1"]}, approval_ttl_s=ttl_s, self_approval=False)
     return sample_policy.model_copy(
         update={"commands": {**sample_policy.commands, "restart": Command.model_validate(restart)}}
     )
@@ -998,3 +1004,66 @@ def test_ops_runbook_list_and_show_need_no_model(make_stack) -> None:
     assert stack.slack.wait_for(lambda: stack.slack.responses("list") and stack.slack.responses("show"), 10)
     assert "service-erroring" in stack.slack.responses("list")[0]["text"]
     assert "approve-restart" in json.dumps(stack.slack.responses("show")[0])
+
+
+# A mention's walk through the front end.
+
+ROOT = Path(__file__).resolve().parent.parent
+SLACK = ROOT / "bot" / "slack"
+
+
+class Walk:
+    """Entries into each file of bot/slack/: calls into it from code outside it, in every thread."""
+
+    def __init__(self) -> None:
+        self.entries: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
+        callee = frame.f_code.co_filename
+        if event != "call" or not callee.startswith(str(SLACK)):
+            return
+        caller = frame.f_back.f_code.co_filename if frame.f_back else ""
+        if caller != callee:
+            with self._lock:
+                self.entries[Path(callee).relative_to(ROOT).as_posix()] += 1
+
+
+def test_a_mention_enters_its_handler_and_the_posting_code_once_or_twice(make_stack: Make) -> None:
+    """The job decides once where its answer goes (a delivery target, bot/slack/target.py), so its
+    handler and the posting code are not entered once per send (the walk that led here entered
+    conversation.py 11 times and posting.py 8 times for one mention)."""
+    walk = Walk()
+    threading.setprofile(walk)  # the stack's threads start below, so they are walked too
+    sys.setprofile(walk)
+    try:
+        stack = make_stack(script(Reply(calls=[Call("query_logs", {"service": "checkout"})]), Reply(content="ok")))
+        built = Counter(walk.entries)
+        mention = payloads.app_mention("<@UBOT> why is checkout throwing 502s?")
+        assert stack.event(mention).status == 200
+        answered(stack, "C1", mention["ts"])
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)
+    entries = walk.entries - built
+    assert entries["bot/slack/target.py"] >= 1, entries  # the walk was seen at all
+    # The handler takes the job and hands the run to the target; the progress posts its last word.
+    assert entries["bot/slack/conversation.py"] <= 2, entries
+    assert entries["bot/slack/posting.py"] <= 2, entries
+
+
+def _response_url_readers(path: Path) -> set[str]:
+    """The functions of `path` that read some object's `response_url`."""
+    readers = set()
+    for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(function):
+                if isinstance(node, ast.Attribute) and node.attr == "response_url" and isinstance(node.ctx, ast.Load):
+                    readers.add(f"{path.relative_to(ROOT).as_posix()}:{function.name}")
+    return readers
+
+
+def test_where_an_answer_goes_is_decided_in_one_place() -> None:
+    """Only the choice of a job's target reads its `response_url`; everything after asks the target."""
+    readers = set().union(*(_response_url_readers(path) for path in SLACK.rglob("*.py")))
+    assert readers == {"bot/slack/conversation.py:_target"}

@@ -50,6 +50,13 @@ def test_a_local_approver_approves_and_exactly_the_approved_argv_runs(tmp_path: 
     assert out.count("would restart payments; this sample changes nothing") == 1
 
 
+def test_the_sample_as_it_ships_lets_its_local_user_see_the_approval_through() -> None:
+    """A newcomer's `make chat`: the write command asks them, and runs once they say yes."""
+    out = chat(SAMPLE_CONFIG, "run restart service=checkout\ny\nexit\n")
+    assert "may approve: anyone" in out and "approve and run it? [y/N]" in out
+    assert out.count("would restart checkout; this sample changes nothing") == 1
+
+
 def test_no_runs_nothing(tmp_path: Path) -> None:
     config = sample_copy(tmp_path, approvers={"users": [ME]}, self_approval=True)
     out = chat(config, "run restart service=payments\n\nexit\n")  # Enter: the default is No
@@ -60,7 +67,7 @@ def test_no_runs_nothing(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "restart, says",
     [
-        ({}, "a request cannot be approved by the person who asked for it"),  # the sample as it ships
+        ({"self_approval": False}, "a request cannot be approved by the person who asked for it"),
         ({"approvers": {"users": ["U0ONCALL"]}, "self_approval": True}, f"user {ME} is not one of U0ONCALL"),
     ],
 )
