@@ -21,7 +21,7 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_ROOT_USER_ACTION=ignore
 WORKDIR /src
 # Only what the wheel is made of (pyproject.toml: package-dir bot, tools, config; the readme).
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY bot ./bot
 COPY tools ./tools
 COPY config ./config

@@ -2,17 +2,23 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# `chat` needs only what opsbot needs; `test` and the benches add the test toolchain.
+RUNTIME := $(VENV)/.runtime
 STAMP := $(VENV)/.installed
 
 .PHONY: chat test bench bench-faults bench-soak clean
 
-$(STAMP): pyproject.toml
+$(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $(RUNTIME)
+
+$(STAMP): $(RUNTIME)
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-chat: $(STAMP)
+chat: $(RUNTIME)
 	$(BIN)/opsbot chat
 
 test: $(STAMP) .typecheck/opsbot

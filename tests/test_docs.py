@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import importlib.util
 import re
+import subprocess
 from pathlib import Path
 from types import ModuleType
 
@@ -45,6 +46,21 @@ def test_the_quick_start_commands_are_the_ones_ci_runs() -> None:
     assert commands == ["make chat", "make test"]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
     assert ci[-1] == "make test"  # .ci/run: "exactly the README's test command"
+
+
+def _installs(target: str, tmp_path: Path) -> list[str]:
+    """The pip installs `make <target>` runs on a fresh machine (a `.venv` not made yet)."""
+    done = subprocess.run(
+        ["make", "-n", "-B", target, f"VENV={tmp_path / 'venv'}"], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    return [line for line in done.stdout.splitlines() if " install " in line and "--upgrade pip" not in line]
+
+
+def test_make_chat_installs_only_what_opsbot_needs(tmp_path: Path) -> None:
+    """The test toolchain (pytest, mypy, ruff, build tools, PyPI's config and tools) is `make test`'s."""
+    chat = _installs("chat", tmp_path)
+    assert chat == [f"{tmp_path / 'venv'}/bin/pip install --quiet -e ."], chat
+    assert any("-e '.[test]'" in line for line in _installs("test", tmp_path))
 
 
 def test_the_configuration_reference_is_what_the_models_say() -> None:

@@ -19,18 +19,24 @@ import venv
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
 from opsbot.bot.version import VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("bot", "tools", "config", "pyproject.toml", "README.md")
+SOURCES = ("bot", "tools", "config", "pyproject.toml", "README.md", "LICENSE")
+
+
+class Built(NamedTuple):
+    wheel: Path
+    log: str  # what the build printed
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The `bin` directory of a fresh virtualenv with the wheel installed, and nothing else of opsbot."""
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """The wheel, built from a copy of what the repository ships."""
     work = tmp_path_factory.mktemp("wheel")
     source = work / "source"
     source.mkdir()
@@ -39,7 +45,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(ROOT / name, source / name)
-    run(
+    done = run(
         sys.executable,
         "-m",
         "build",
@@ -51,6 +57,14 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         cwd=work,
     )
     [wheel] = (work / "dist").glob("opsbot-*.whl")
+    return Built(wheel, done.stdout + done.stderr)
+
+
+@pytest.fixture(scope="module")
+def installed(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The `bin` directory of a fresh virtualenv with the wheel installed, and nothing else of opsbot."""
+    work = tmp_path_factory.mktemp("env")
+    wheel = built.wheel
     assert_one_package(wheel)
     env_dir = work / "env"
     venv.create(env_dir, with_pip=False)
@@ -132,6 +146,16 @@ def test_the_builtin_eval_suite_is_in_the_wheel(installed: Path, tmp_path: Path)
     )
     count, where = found.stdout.split()
     assert int(count) >= 20 and where.startswith(str(installed.parent))
+
+
+def test_the_build_warns_of_nothing_and_the_license_is_an_spdx_expression(built: Built) -> None:
+    """setuptools stops building a license given as a table on 2027-02-18; it says so in a warning."""
+    assert "warning" not in built.log.lower(), built.log
+    with zipfile.ZipFile(built.wheel) as archive:
+        metadata = archive.read(f"opsbot-{VERSION}.dist-info/METADATA").decode()
+        names = archive.namelist()
+    assert "License-Expression: MIT" in metadata.splitlines()
+    assert f"opsbot-{VERSION}.dist-info/licenses/LICENSE" in names
 
 
 def assert_one_package(wheel: Path) -> None:
