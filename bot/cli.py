@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from ..config.check import ConfigError
 from ..config.runbooks import load_runbooks
 from ..config.sample_env import prepare_sample
-from ..config.settings import SAMPLE_CONFIG, Settings, load_file_config
+from ..config.settings import SAMPLE_CONFIG, Settings, environment_problems, load_file_config
 from ..tools.base import ToolResult
 from ..tools.catalog import runbook_arg_problems
 from ..tools.logs import TIME_HINT, log_files, time_arg
@@ -71,13 +71,9 @@ def _settings(ctx: click.Context) -> Settings:
         echo(f"Fix the file, then check it with: opsbot --config {path} check-config", err=True)
         raise click.exceptions.Exit(EXIT_CONFIG) from exc
     except ValidationError as exc:
-        for line in _environment_problems(exc):
+        for line in environment_problems(exc):
             echo(line, err=True, fg="red")
         raise click.exceptions.Exit(EXIT_CONFIG) from exc
-
-
-def _environment_problems(exc: ValidationError) -> list[str]:
-    return [f"environment: {'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()]
 
 
 @main.command()
@@ -257,7 +253,7 @@ def check_config(ctx: click.Context, path: Path | None) -> None:
     try:
         Settings()  # the environment (REDIS_URL, tokens, endpoints) as chat, ask and serve read it
     except ValidationError as exc:
-        problems += _environment_problems(exc)
+        problems += environment_problems(exc)
     for problem in problems:
         echo(problem, err=True, fg="red")
     if problems:

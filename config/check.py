@@ -10,6 +10,8 @@ from typing import TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from .wording import Worded, worded
+
 M = TypeVar("M", bound=BaseModel)
 Located = tuple[tuple[int | str, ...], str]  # a key path in the file, and what is wrong there
 
@@ -33,12 +35,9 @@ class ConfigError(Exception):
         super().__init__(f"{path}: {len(problems)} problem(s)\n{lines}")
 
 
-def load_yaml_model(
-    path: Path, model: type[M], extra: Callable[[M], list[Located]] | None = None, tags: frozenset[str] = frozenset()
-) -> M:
+def load_yaml_model(path: Path, model: type[M], extra: Callable[[M], list[Located]] | None = None) -> M:
     """A YAML file validated as `model`; `extra` finds further problems, each at a key path of
-    the file; `tags` are the model's union tags, which are not keys of the file. Raises
-    `ConfigError` with every problem and its line."""
+    the file. Raises `ConfigError` with every problem, at its line, in plain words (wording.py)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -56,15 +55,28 @@ def load_yaml_model(
     try:
         config = model.model_validate(data)
     except ValidationError as exc:
-        locs = [(tuple(part for part in error["loc"] if part not in tags), error["msg"]) for error in exc.errors()]
-        problems += [Problem(_where(path, root, loc), _dotted(loc), message) for loc, message in locs]
+        problems += _at_lines(path, root, worded(model, exc.errors()))
     else:
-        problems += [
-            Problem(_where(path, root, loc), _dotted(loc), message) for loc, message in (extra or _none)(config)
-        ]
+        problems += _at_lines(path, root, [Worded(loc, loc, message) for loc, message in (extra or _none)(config)])
     if problems:
         raise ConfigError(path, problems)
     return config
+
+
+def located(path: Path, found: list[Located]) -> list[Problem]:
+    """Problems found in a file that loaded (checks of what it names against this host), each at
+    the line of its key path."""
+    try:
+        root = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except (OSError, yaml.YAMLError):  # changed since it loaded: the file alone is still a place
+        root = None
+    return _at_lines(path, root, [Worded(loc, loc, message) for loc, message in found])
+
+
+def _at_lines(path: Path, root: yaml.Node | None, found: list[Worded]) -> list[Problem]:
+    """Each problem at its line, in the order of the file: people read it top down."""
+    placed = sorted(((_line(root, problem.loc), problem) for problem in found), key=lambda pair: pair[0] or 0)
+    return [Problem(f"{path}:{line}" if line else str(path), _dotted(p.path), p.message) for line, p in placed]
 
 
 def _none(config: object) -> list[Located]:
@@ -115,7 +127,7 @@ def _dotted(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def _where(path: Path, root: yaml.Node | None, loc: tuple[int | str, ...]) -> str:
+def _line(root: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
     """The line of the deepest key on `loc` that exists: a missing key points at its parent's key."""
     node = root
     line = node.start_mark.line + 1 if node is not None else None
@@ -124,7 +136,7 @@ def _where(path: Path, root: yaml.Node | None, loc: tuple[int | str, ...]) -> st
         if found is None:
             break
         line, node = found
-    return f"{path}:{line}" if line else str(path)
+    return line
 
 
 def _child(node: yaml.Node | None, part: int | str) -> tuple[int, yaml.Node] | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .check import ConfigError, Located, Problem, load_yaml_model
-from .policy import STEP_TAGS, Policy, Runbook, ToolStep, template_of
+from .policy import Policy, Runbook, ToolStep, template_of
 
 
 def load_runbooks(directory: Path, policy: Policy) -> dict[str, Runbook]:
@@ -19,7 +19,7 @@ def load_runbooks(directory: Path, policy: Policy) -> dict[str, Runbook]:
     files = sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
     for path in files:
         try:
-            runbook = load_yaml_model(path, Runbook, lambda r: policy_problems(r, policy), STEP_TAGS)
+            runbook = load_yaml_model(path, Runbook, lambda r: policy_problems(r, policy))
         except ConfigError as exc:
             problems += exc.problems
             continue

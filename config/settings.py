@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import ConfigDict, Field, SecretStr, field_validator
+from pydantic import ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from .check import load_yaml_model
 from .policy import Policy, Strict
 from .redis_url import parse_redis_url
 from .runbooks import load_runbooks
+from .wording import worded
 
 SAMPLE_CONFIG = Path(__file__).parent / "sample" / "opsbot.yaml"
 
@@ -335,3 +336,18 @@ class Settings(BaseSettings):
         values["policy"] = policy
         values["config"] = path
         return cls(**values)
+
+
+def environment_problems(exc: ValidationError) -> list[str]:
+    """What the environment set that `Settings` refused, one line each, named as it is set
+    (OPSBOT_LOOP__MAX_STEPS, REDIS_URL) and worded as the file's problems are."""
+    return [f"environment: {_variable(problem.loc)}: {problem.message}" for problem in worded(Settings, exc.errors())]
+
+
+def _variable(loc: tuple[int | str, ...]) -> str:
+    field = Settings.model_fields.get(str(loc[0])) if loc else None
+    if field is None:  # an alias (REDIS_URL) is the variable's own name
+        return ".".join(str(part) for part in loc) or "settings"
+    prefix = Settings.model_config.get("env_prefix", "")
+    delimiter = Settings.model_config.get("env_nested_delimiter") or "__"
+    return prefix + delimiter.join(str(part).upper() for part in loc)

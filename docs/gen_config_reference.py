@@ -163,7 +163,8 @@ Secrets and endpoints come from the environment; everything else from one YAML f
 (`--config PATH` or `OPSBOT_CONFIG`; without one, the bundled sample in `config/sample/`). The
 environment wins over the file, the file over the defaults. Nested values can be set from the
 environment with `__`: `OPSBOT_LOOP__MAX_STEPS=5`, `OPSBOT_SLACK__LINK_DOMAINS='["grafana.acme.com"]'`.
-Unknown keys are errors, reported by `opsbot check-config` with their file and line.
+Unknown keys are errors, reported by `opsbot check-config` with their file and line and the
+closest known key.
 
 The README walks through [an annotated file](../README.md#describing-your-own-services);
 `config/sample/opsbot.yaml` is a whole one. Variables read outside these models (`PORT`,

@@ -124,9 +124,9 @@ def test_check_config_prints_every_problem_with_its_line(tmp_path: Path) -> None
     assert done.returncode == 1
     assert "4 problem(s)" in done.stderr, done.stderr
     assert f"{path}:3: loop.max_steps:" in done.stderr
-    assert f"{path}:4: loop.max_stepz:" in done.stderr
+    assert f"{path}:4: loop: unknown key 'max_stepz'" in done.stderr
     assert f"{path}:5: memory.window_tokens:" in done.stderr
-    assert f"{path}:10: policy.services.checkout.owner:" in done.stderr
+    assert f"{path}:10: policy.services.checkout: unknown key 'owner'" in done.stderr
     assert "ok" not in done.stdout
 
 

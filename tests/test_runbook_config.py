@@ -81,7 +81,7 @@ def test_the_sample_runbooks_load_with_every_kind_of_step(sample: Settings) -> N
         ("  - id: a\n    explain: x\n  - id: a\n    explain: y\n", 8, "used by an earlier step"),
         ("  - id: a\n    shell: rm -rf /\n", 6, "one of: tool, branch, approval, explain"),
         ("  - id: a\n    tool: sh\n    args: {}\n", 7, "query_logs"),
-        ("  - id: a\n    explain: x\n    eval: print(1)\n", 8, "Extra inputs are not permitted"),
+        ("  - id: a\n    explain: x\n    eval: print(1)\n", 8, "unknown key 'eval' (known keys: id, explain)"),
     ],
     ids=[
         "unknown service",
@@ -153,13 +153,22 @@ steps:
 """
 
 ARG_MISTAKES = [
-    ("tool: query_logs\n    args: {service: checkout, levl: ERROR}", "args.levl: Extra inputs are not permitted"),
-    ("tool: query_logs\n    args: {service: checkout, limit: lots}", "args.limit: Input should be a valid integer"),
+    (
+        "tool: query_logs\n    args: {service: checkout, levl: ERROR}",
+        "args: unknown key 'levl' — did you mean 'level'?",
+    ),
+    (
+        "tool: query_logs\n    args: {service: checkout, limit: lots}",
+        "args.limit: should be a whole number, got 'lots'",
+    ),
     (
         "tool: run_command\n    args: {command: restart, params: {service: checkout}, reason: flaky}",
-        "args.reason: Extra inputs are not permitted",
+        "args: unknown key 'reason' (known keys: command, params)",
     ),
-    ("tool: run_command\n    args: {command: uptime, params: [a]}", "args.params: Input should be a valid dictionary"),
+    (
+        "tool: run_command\n    args: {command: uptime, params: [a]}",
+        "args.params: should be a mapping of keys to values, got a list",
+    ),
 ]
 ARG_MISTAKE_IDS = ["misspelt key", "text for a number", "unknown run_command key", "params not a mapping"]
 

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..config.policy import Policy, ToolStep, template_of
+from ..config.wording import worded
 from .base import Tool
 from .commands import run_command_tool
 from .configs import read_config_tool
@@ -54,12 +55,9 @@ def _arg_problems(model: type[BaseModel], args: dict[str, Any]) -> list[str]:
     try:
         model.model_validate(literal)
     except ValidationError as exc:
-        return [
-            f"{'.'.join(('args', *(str(part) for part in error['loc'])))}: {error['msg']}"
-            for error in exc.errors()
-            # Only the run can supply a templated value, so its absence here is expected.
-            if not (error["type"] == "missing" and tuple(error["loc"]) in templated)
-        ]
+        # Only the run can supply a templated value, so its absence here is expected.
+        errors = [e for e in exc.errors() if not (e["type"] == "missing" and tuple(e["loc"]) in templated)]
+        return [f"{'.'.join(('args', *(str(part) for part in w.path)))}: {w.message}" for w in worded(model, errors)]
     return []
 
 

@@ -6,12 +6,11 @@ roots), runbooks (the runbook format), whole (the Policy that holds them all and
 across them). Code outside the package imports these names from here.
 """
 
-from .base import Access, Name, Principal, Strict
+from .base import NAME_PATTERN, NAME_RULE, Access, Name, Principal, Strict
 from .commands import Command, check_values, control_character
 from .configs import NEVER_READ, ConfigFile, ConfigRoot
 from .runbooks import (
     END,
-    STEP_TAGS,
     ApprovalStep,
     BranchStep,
     Condition,
@@ -28,8 +27,9 @@ from .whole import FILLED_PARAMS, Policy, log_command_problem
 __all__ = [
     "END",
     "FILLED_PARAMS",
+    "NAME_PATTERN",
+    "NAME_RULE",
     "NEVER_READ",
-    "STEP_TAGS",
     "Access",
     "ApprovalStep",
     "BranchStep",

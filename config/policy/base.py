@@ -8,7 +8,9 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 # Names are what the model and Slack users type: short, lower-case, no spaces.
-Name = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]{0,62}$")]
+NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
+NAME_RULE = "a name in lower case: letters, digits, '.', '_' and '-', starting with a letter or digit"
+Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 
 
 class Strict(BaseModel):

@@ -136,10 +136,6 @@ class ExplainStep(Strict):
     explain: str = Field(min_length=1, max_length=2000, description="what to ask the model about the results")
 
 
-# Pydantic puts a union's tag into error locations; these are told apart from YAML keys and left out.
-STEP_TAGS = frozenset({"tool step", "branch step", "approval step", "explain step"})
-
-
 def _step_kind(value: Any) -> str | None:
     """Which kind of step a YAML mapping (by its key) or a built step is."""
     if isinstance(value, dict):
