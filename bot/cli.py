@@ -17,16 +17,15 @@ import click
 from pydantic import ValidationError
 
 from ..config.check import ConfigError
-from ..config.runbooks import load_runbooks
 from ..config.sample_env import prepare_sample
-from ..config.settings import SAMPLE_CONFIG, Settings, environment_problems, load_file_config
+from ..config.settings import SAMPLE_CONFIG, Settings, environment_problems
 from ..tools.base import ToolResult
-from ..tools.catalog import runbook_arg_problems
-from ..tools.logs import TIME_HINT, log_files, time_arg
+from ..tools.logs import TIME_HINT, time_arg
 from .agent import Progress
 from .agent.prompts import UNCHECKED, no_model_text
 from .build import build_agent
 from .commands import Question, decide, run_command
+from .config_check import check_config_file
 from .terminal import TERMINAL_USER, InertFormatter, PlainProgress, console, echo
 from .version import VERSION
 
@@ -224,41 +223,24 @@ def audit(ctx: click.Context, since: str, thread: str | None, as_json: bool) -> 
 
 @main.command("check-config")
 @click.argument("path", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--model", "ask_model", is_flag=True, help="Also ask the model endpoint whether it serves the model.")
 @click.pass_context
-def check_config(ctx: click.Context, path: Path | None) -> None:
-    """Validate a YAML config file and print every problem with its line."""
+def check_config(ctx: click.Context, path: Path | None, ask_model: bool) -> None:
+    """Check a YAML config file and what it names on this host; print every problem with its line."""
     target = path or ctx.obj
     if target is None:
         raise click.UsageError("name a file: opsbot check-config PATH (or set OPSBOT_CONFIG)")
     try:
-        config = load_file_config(target)
+        found = check_config_file(target, model=ask_model)
     except ConfigError as exc:
         echo(str(exc), err=True, fg="red")
         ctx.exit(1)
-    policy = config.policy.resolved(target.resolve().parent)
-    missing = [
-        f"service {name}: {problem}"
-        for name, service in policy.services.items()
-        for problem in log_files(service.logs)[1]
-    ]
-    for warning in missing:
+    for warning in found.warnings:
         echo(f"warning: {warning}", err=True, fg="yellow")
-    try:
-        runbooks = {**policy.runbooks, **(load_runbooks(policy.runbooks_dir, policy) if policy.runbooks_dir else {})}
-    except ConfigError as exc:
-        echo(str(exc), err=True, fg="red")
-        ctx.exit(1)
-    # Only the tools know their arguments, so this is checked here rather than when the files load.
-    problems = runbook_arg_problems(policy.model_copy(update={"runbooks": runbooks}))
-    try:
-        Settings()  # the environment (REDIS_URL, tokens, endpoints) as chat, ask and serve read it
-    except ValidationError as exc:
-        problems += environment_problems(exc)
-    for problem in problems:
+    for problem in found.errors:
         echo(problem, err=True, fg="red")
-    if problems:
+    if found.errors:
         ctx.exit(1)
-    echo(
-        f"{target}: ok – {len(policy.services)} service(s), {len(policy.commands)} command(s), "
-        f"{len(policy.config_files)} config root(s), {len(runbooks)} runbook(s)"
-    )
+    for note in found.notes:
+        echo(note)
+    echo(f"{target}: ok – {found.summary}")

@@ -36,11 +36,13 @@ def policy_problems(runbook: Runbook, policy: Policy) -> list[Located]:
     found: list[Located] = []
     for index, step in enumerate(runbook.steps):
         if isinstance(step, ToolStep):
-            found += [(("steps", index, "args", *key), message) for key, message in _tool_problems(step, policy)]
+            found += [
+                (("steps", index, "args", *key), message) for key, message in _tool_problems(step, runbook, policy)
+            ]
     return found
 
 
-def _tool_problems(step: ToolStep, policy: Policy) -> list[tuple[tuple[str, ...], str]]:
+def _tool_problems(step: ToolStep, runbook: Runbook, policy: Policy) -> list[tuple[tuple[str, ...], str]]:
     args = step.args
     if step.tool == "run_command":
         name = args.get("command")
@@ -54,6 +56,11 @@ def _tool_problems(step: ToolStep, policy: Policy) -> list[tuple[tuple[str, ...]
             return [(("params",), "params is a mapping of parameter names to values")]
         found: list[tuple[tuple[str, ...], str]] = [
             (("params", key), f"{name!r} has no parameter {key!r}") for key in params if key not in spec.params
+        ]
+        found += [
+            (("params",), f"{name!r} needs parameter {key!r} ({param.expects()}), which has no default")
+            for key, param in spec.params.items()
+            if param.required and key not in params
         ]
         if spec.risk == "write":
             found += [
@@ -72,7 +79,22 @@ def _tool_problems(step: ToolStep, policy: Policy) -> list[tuple[tuple[str, ...]
     value = args.get(key)
     if isinstance(value, str) and template_of(value) is None and value not in known:
         return [((key,), f"{value!r} is not declared (declared: {_names(known)})")]
-    return []
+    return [((key,), problem) for problem in _templated_names(value, runbook, known)]
+
+
+def _templated_names(value: object, runbook: Runbook, known: dict[str, object]) -> list[str]:
+    """A service or config root named by a runbook parameter: the values its type admits (an
+    enum's, a default) must be declared, or the step fails for them."""
+    template = template_of(value)
+    param = runbook.params.get(template.path) if template is not None and template.namespace == "params" else None
+    if template is None or param is None:
+        return []
+    admitted = [*(param.enum or ()), *([str(param.default)] if param.default is not None else [])]
+    return [
+        f"parameter {template.path!r} may be {name!r}, which is not declared (declared: {_names(known)})"
+        for name in dict.fromkeys(admitted)
+        if name not in known
+    ]
 
 
 def _names(known: dict[str, object]) -> str:

@@ -2,10 +2,11 @@
 (requests, errors, the endpoint's protocol), protocols.py (native, ReAct and JSON text),
 textcalls.py (calls written as text), reasoning.py (thinking kept apart), shaping.py
 (template-safe requests, unique call ids), streaming.py (replies in pieces, answer text as it
-comes), turns.py (what a call comes to)."""
+comes), turns.py (what a call comes to), probe.py (does the endpoint serve the model)."""
 
 from .client import ModelClient
 from .model import Model
+from .probe import ModelCheck, Verdict, check_model
 from .protocols import Protocol
 from .shaping import unique_ids
 from .streaming import TextSink
@@ -13,11 +14,14 @@ from .turns import ModelTurn, ModelUnavailable, Usage
 
 __all__ = [
     "Model",
+    "ModelCheck",
     "ModelClient",
     "ModelTurn",
     "ModelUnavailable",
     "Protocol",
     "TextSink",
     "Usage",
+    "Verdict",
+    "check_model",
     "unique_ids",
 ]

@@ -144,6 +144,18 @@ class ModelClient:
             ) from exc
         return turn
 
+    def served_models(self) -> list[str] | None:
+        """The ids of the models the endpoint serves (GET /models); None when it does not list
+        them (404). `ModelUnavailable`, worded as for a completion, when it cannot be asked."""
+        import openai
+
+        try:
+            return [model.id for model in self._client.models.list()]
+        except openai.NotFoundError:
+            return None
+        except openai.APIError as exc:
+            raise self._unavailable(exc) from exc
+
     # ---------------------------------------------------------------- the request
 
     def _ask(

@@ -39,6 +39,10 @@ The rules, checked when the policy loads (`opsbot check-config` shows them with 
   its type. Step outputs may fill the arguments of read steps only: a `risk: write` command's
   parameters come from runbook parameters and literals, never from what a tool printed.
 - `steps.ID` must name an earlier step; `goto`, `otherwise` and `on_failure` name a step or `end`.
+- Commands, services and config roots must be declared in the policy, and a `run_command` step
+  gives every parameter its command has no default for; a service or root named through a
+  parameter (`{params.service}`) must be declared for every value the parameter admits (an
+  enum's, its default). Runbooks written inside the policy file are checked by check-config.
 - A `risk: write` command always waits for a person's approval before it runs (the command's own
   approvers), whether or not an `approval` step precedes it.
 - Conditions are declarative (`op`: eq, ne, gt, ge, lt, le, contains, empty, not_empty) on a

@@ -115,10 +115,16 @@ class _QuietServer(ThreadingHTTPServer):
 
 class ModelServer:
     """`check_ordering`: refuse, with OpenAI's 400, every request that breaks its pairing rules
-    before the policy sees it (tests/fakes/checks.py); a flavour that checks them itself turns it off."""
+    before the policy sees it (tests/fakes/checks.py); a flavour that checks them itself turns it off.
+    `models`: the ids GET /v1/models lists, in OpenAI's list shape; None answers it 404, as a
+    server without the endpoint does. `listings` counts the GETs."""
 
-    def __init__(self, policy: Policy, wire: Wire | None = None, check_ordering: bool = True) -> None:
+    def __init__(
+        self, policy: Policy, wire: Wire | None = None, check_ordering: bool = True, models: list[str] | None = None
+    ) -> None:
         self.policy = policy
+        self.models = models
+        self.listings = 0
         self.check_ordering = check_ordering
         self.wire = wire or Wire()
         self.requests: list[dict[str, Any]] = []
@@ -129,6 +135,15 @@ class ModelServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                with server._lock:
+                    server.listings += 1
+                if self.path.rstrip("/") != "/v1/models" or server.models is None:
+                    self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}}, {})
+                    return
+                listed = [{"id": name, "object": "model", "created": 0, "owned_by": "fake"} for name in server.models]
+                self._send(200, {"object": "list", "data": listed}, {})
+
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")

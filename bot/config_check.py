@@ -1,0 +1,138 @@
+"""`opsbot check-config`: everything that would fail when a config file is used, found before.
+
+The file is read as a model (config/check.py: every problem at its line, in plain words), its
+runbooks_dir loaded and checked against the policy (config/runbooks.py), then what it names
+is looked for on this host and checked against the tools that will use it:
+
+- errors (exit 1), each failing a tool whenever it is used: config/runtime_check.py's (config
+  roots, log commands query_logs cannot fill, runbooks in the policy naming what it does not
+  declare); a command's program, or journalctl for a service's units, not found where the
+  runner looks (the fixed system PATH, or the path written); a runbook step's arguments its tool
+  refuses; the environment's settings; with `--model`, a model endpoint that cannot be reached
+  or does not serve the configured model.
+- warnings (printed, exit 0): log files and globs that match nothing, and log directories that
+  do not exist. Logs are written by the services, which may start after opsbot or create their
+  log directory when they first write; a pod's log volume exists only in the pod. Query_logs
+  then answers that the service has no logs yet, and reads them once they appear. A model
+  endpoint that does not list its models is a warning too: the name cannot be confirmed.
+
+Every problem found in the file names the file and line where the config says it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..config.check import Located, located
+from ..config.policy import Policy
+from ..config.runbooks import load_runbooks
+from ..config.runtime_check import runtime_problems
+from ..config.settings import Settings, environment_problems, load_file_config
+from ..tools import runner
+from ..tools.catalog import runbook_arg_problems
+from ..tools.logs import log_files
+from .build import build_model
+from .llm import Verdict, check_model
+
+
+@dataclass
+class Findings:
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was confirmed, beside the summary
+    summary: str = ""
+
+
+def check_config_file(path: Path, *, model: bool = False) -> Findings:
+    """Every check of the file at `path`; `config.check.ConfigError` when the file (or a runbook
+    file) cannot be read as a config at all, since nothing else can be checked then."""
+    config = load_file_config(path)
+    policy = config.policy.resolved(path.resolve().parent)
+    runbooks = {**policy.runbooks, **(load_runbooks(policy.runbooks_dir, policy) if policy.runbooks_dir else {})}
+    found = Findings(
+        errors=[str(p) for p in located(path, [*runtime_problems(policy), *_missing_programs(policy)])],
+        warnings=[str(p) for p in located(path, _missing_logs(policy))],
+    )
+    # Only the tools know their arguments, so this is checked here rather than when the files load.
+    found.errors += runbook_arg_problems(policy.model_copy(update={"runbooks": runbooks}))
+    try:
+        settings = Settings.load(path)  # the environment (REDIS_URL, tokens, endpoints) as chat, ask and serve read it
+    except ValidationError as exc:
+        found.errors += environment_problems(exc)
+    else:
+        if model:
+            _check_model(settings, path if config.model == settings.model else None, found)
+    found.summary = (
+        f"{len(policy.services)} service(s), {len(policy.commands)} command(s), "
+        f"{len(policy.config_files)} config root(s), {len(runbooks)} runbook(s)"
+    )
+    return found
+
+
+def _missing_programs(policy: Policy) -> list[Located]:
+    """Programs the runner would not find: each command's, and journalctl for journald units."""
+    found: list[Located] = []
+    for name, spec in policy.commands.items():
+        program = spec.argv[0]
+        if runner.which(program) is None:
+            what = (
+                f"{program} is not an executable file"
+                if "/" in program
+                else f"program {program!r} is not installed on this host (looked for on {runner.SYSTEM_PATH})"
+            )
+            found.append((("policy", "commands", name, "argv", 0), f"{what}, so command {name!r} cannot run"))
+    units = [name for name, service in policy.services.items() if service.journald]
+    if units and runner.which("journalctl") is None:
+        found += [
+            (
+                ("policy", "services", name, "journald"),
+                f"journalctl is not installed on this host (looked for on {runner.SYSTEM_PATH}), so these units "
+                "cannot be read",
+            )
+            for name in units
+        ]
+    return found
+
+
+def _missing_logs(policy: Policy) -> list[Located]:
+    found: list[Located] = []
+    for name, service in policy.services.items():
+        for index, entry in enumerate(service.logs):
+            where: tuple[int | str, ...] = ("policy", "services", name, "logs", index)
+            directory = _fixed_directory(entry)
+            if not directory.is_dir():
+                said = f"directory {directory} does not exist: a wrong path, or one its service has not created yet"
+                found.append((where, said))
+            else:
+                found += [(where, problem) for problem in log_files([entry])[1]]
+    return found
+
+
+def _fixed_directory(entry: Path) -> Path:
+    """The directory of a log entry above any glob in it: what must exist for anything to match."""
+    parts = entry.parent.parts
+    fixed = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[")), len(parts))
+    return Path(*parts[:fixed])
+
+
+def _check_model(settings: Settings, named_in: Path | None, found: Findings) -> None:
+    """The endpoint asked for the model; a model it does not serve is shown at the file's
+    `model:` line when the file (`named_in`) is where the name comes from."""
+    client = build_model(settings)
+    if client is None:
+        found.errors.append(
+            "model: none is configured: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server, and OPSBOT_MODEL"
+        )
+        return
+    verdict, message = check_model(client)
+    if verdict is Verdict.served:
+        found.notes.append(f"model: {message}")
+    elif verdict is Verdict.unlisted:
+        found.warnings.append(f"model: {message}")
+    elif verdict is Verdict.not_served and named_in is not None:
+        found.errors += [str(problem) for problem in located(named_in, [(("model",), message)])]
+    else:
+        found.errors.append(f"model: {message}")
