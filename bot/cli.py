@@ -167,7 +167,9 @@ def eval_(ctx: click.Context, suite: str, runs: int, json_path: Path | None, mar
 
 @main.command()
 @click.option("--http", "http", is_flag=True, help="Serve the Events API over HTTP on $PORT instead of Socket Mode.")
-@click.option("--port", envvar="PORT", default=3000, show_default=True, help="HTTP port (with --http).")
+@click.option(
+    "--port", envvar="PORT", default=3000, show_default=True, type=click.IntRange(1, 65535), help="HTTP port (--http)."
+)
 @click.pass_context
 def serve(ctx: click.Context, http: bool, port: int) -> None:
     """Serve Slack: Socket Mode (SLACK_APP_TOKEN), or HTTP with --http (SLACK_SIGNING_SECRET)."""

@@ -22,7 +22,7 @@ from slack_sdk.errors import SlackApiError
 from ...config.settings import Settings
 from ..alerts import AlertAuth, AlertHooks
 from ..telemetry import metrics, tracing
-from ..web.server import WebApp, serve
+from ..web.server import WebApp, listen, port_problem
 from .app import SlackApp, StartupError, app_token, build_slack_app
 from .requests import SlackEvents
 
@@ -37,9 +37,13 @@ def serve_slack(settings: Settings, http: bool, port: int, started: Callable[[Sl
     signal.signal(signal.SIGTERM, _exit)
     try:
         if http:
-            started(slack)
             events = SlackEvents(SlackRequestHandler(slack.app), settings.slack_signing_secret)
-            serve(WebApp(events, slack.health, alert_hooks(settings, slack)), port, settings.http)
+            try:
+                server = listen(WebApp(events, slack.health, alert_hooks(settings, slack)), port, settings.http)
+            except OSError as exc:
+                raise StartupError(port_problem(port, exc, "--port or PORT")) from exc
+            started(slack)
+            server.run()
         else:
             serve_metrics(settings.metrics_port)  # before connecting: a port taken is a startup error
             handler = SocketModeHandler(slack.app, token)
@@ -67,7 +71,8 @@ def serve_metrics(port: int) -> WSGIServer | None:
     try:
         return metrics.serve(port)
     except OSError as exc:
-        raise StartupError(f"cannot serve /metrics on port {port} ({exc}); set OPSBOT_METRICS_PORT (0: off)") from exc
+        problem = port_problem(port, exc, "OPSBOT_METRICS_PORT (0: none)")
+        raise StartupError(f"cannot serve /metrics: {problem}") from exc
 
 
 def alert_hooks(settings: Settings, slack: SlackApp) -> AlertHooks:

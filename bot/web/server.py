@@ -8,10 +8,11 @@ whether Redis answers, so a load balancer stops sending to a process that cannot
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import waitress
 
@@ -54,7 +55,10 @@ class WebApp:
         return _json(start_response, "404 Not Found", {"ok": False, "error": f"nothing at {path}"})
 
 
-def serve(app: WebApp, port: int, sizing: HttpSettings) -> None:
+def listen(app: WebApp, port: int, sizing: HttpSettings) -> Listening:
+    """`app` bound to `port` on every address, not serving yet: binding first, a port that cannot
+    be had stops the start before anything says it serves. Raises `OSError` (`port_problem`
+    words it)."""
     server = waitress.create_server(
         app,
         host="0.0.0.0",
@@ -69,7 +73,23 @@ def serve(app: WebApp, port: int, sizing: HttpSettings) -> None:
     # webhooks is a line per request. How many wait is a gauge of /metrics instead.
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)
     metrics.watch_http_waiting(lambda: len(server.task_dispatcher.queue))
-    server.run()
+    bound: Listening = server
+    return bound
+
+
+class Listening(Protocol):
+    """A bound server: `run` serves until the process is stopped."""
+
+    def run(self) -> None: ...
+
+
+def port_problem(port: int, exc: OSError, setting: str) -> str:
+    """Why `port` cannot be listened on, in one line naming `setting` (how to choose another)."""
+    if exc.errno == errno.EADDRINUSE:
+        return f"port {port} is already in use: stop what holds it, or choose another with {setting}"
+    if exc.errno == errno.EACCES:
+        return f"port {port} needs privileges this process lacks (ports below 1024 do): choose another with {setting}"
+    return f"cannot listen on port {port} ({exc.strerror or exc}): choose another with {setting}"
 
 
 def _json(start_response: StartResponse, status: str, body: dict[str, Any]) -> list[bytes]:
