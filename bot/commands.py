@@ -35,6 +35,7 @@ from ..tools.executor import ToolCall
 from ..tools.logs import Level, misspelling_of, parse_level
 from .agent import Agent
 from .agent.prompts import busy_text, memory_unavailable_text
+from .faults import Fault
 from .memory import MemoryUnavailable, ThreadBusy
 
 USAGE = """Direct commands (no model needed):
@@ -59,6 +60,7 @@ class CommandOutput:
     text: str
     ok: bool
     approval: ApprovalRequest | None = None  # a write command waiting for a person
+    fault: Fault | None = None  # Redis failed: `text` says it in full, a Slack channel is told plainly
 
 
 class Builtin(StrEnum):
@@ -158,7 +160,7 @@ def _reset(agent: Agent, thread: str) -> CommandOutput:
     except ThreadBusy:
         return CommandOutput(busy_text(agent.memory_settings.lock_ttl_s), ok=False)
     except MemoryUnavailable as exc:
-        return CommandOutput(memory_unavailable_text(exc), ok=False)
+        return CommandOutput(memory_unavailable_text(exc), ok=False, fault=exc.fault)
     return CommandOutput("This thread's conversation is forgotten.", ok=True)
 
 

@@ -29,6 +29,7 @@ from ...tools.cancel import Cancelled, abandonable, cancellable, requested
 from ...tools.commands import ApprovalRequest
 from ...tools.executor import Outcome, RetryPolicy, ToolCall
 from ...tools.redact import redact, redact_text
+from ..faults import Fault
 from ..llm import Model, ModelTurn, ModelUnavailable, Usage, unique_ids
 from ..memory import Memory, MemoryUnavailable, ThreadBusy, ThreadState
 from ..messages import Block, Message
@@ -43,7 +44,9 @@ from .guards import LoopGuard, Verdict, call_key, canonical_arguments
 from .prompts import (
     CANCELLED_NOTE,
     CUT_ANSWER,
+    NO_MODEL_FAULT,
     SYSTEM_PROMPT,
+    UNSAVED_ANSWER,
     busy_text,
     cancelled_text,
     continue_note,
@@ -55,7 +58,6 @@ from .prompts import (
     nudge_drift,
     nudge_empty,
     stopped_text,
-    unsaved_answer_note,
 )
 from .reply import CallRecord, Progress, Reply, Step, StepDecision, StopReason
 from .summary import blocks_to_fold, write_summary
@@ -106,7 +108,7 @@ class Agent:
         with cancellable(cancel), tracing.span("opsbot.run", run_id=run.run_id, thread=thread) as span:
             _log("run_start", thread=thread, run=run.run_id, question=redact_text(text))
             if self.model is None:
-                reply = run.reply(no_model_text(), StopReason.no_model)
+                reply = run.reply(no_model_text(), StopReason.no_model, fault=NO_MODEL_FAULT)
             else:
                 try:
                     with self.memory.lock(thread, self.memory_settings.lock_ttl_s, self.memory_settings.lock_wait_s):
@@ -114,7 +116,7 @@ class Agent:
                 except ThreadBusy:
                     reply = run.reply(busy_text(self.memory_settings.lock_ttl_s), StopReason.busy)
                 except MemoryUnavailable as exc:
-                    reply = run.reply(memory_unavailable_text(exc), StopReason.memory_unavailable)
+                    reply = run.reply(memory_unavailable_text(exc), StopReason.memory_unavailable, fault=exc.fault)
             span.set(stop_reason=reply.stop_reason.value, steps=len(reply.steps), **reply.usage.model_dump())
             _log(
                 "run_end",
@@ -217,7 +219,8 @@ class _Run:
         try:
             turn = self._ask(state, turn_blocks, final=stop)
         except ModelUnavailable as exc:
-            return _Finished(self.reply(llm_unavailable_text(exc, self.steps), StopReason.llm_unavailable))
+            text = llm_unavailable_text(exc, self.steps)
+            return _Finished(self.reply(text, StopReason.llm_unavailable, fault=exc.fault))
         except Cancelled:
             return _Finished(self._cancelled())
         if stop is None and turn.tool_calls:
@@ -297,7 +300,8 @@ class _Run:
             self.agent.memory.append(self.thread, turn_blocks[-1:])
         except MemoryUnavailable as exc:
             # The answer exists: give it, and say it may not be remembered.
-            return self.reply(answer + unsaved_answer_note(exc), reason)
+            _log("answer_unsaved", thread=self.thread, run=self.run_id, error=str(exc))
+            return self.reply(answer + UNSAVED_ANSWER, reason)
         try:
             self._fold(state, turn_blocks)
         except MemoryUnavailable as exc:
@@ -452,7 +456,7 @@ class _Run:
         )
         self.progress.on_step(step)
 
-    def reply(self, text: str, reason: StopReason, checked: bool = True) -> Reply:
+    def reply(self, text: str, reason: StopReason, checked: bool = True, *, fault: Fault | None = None) -> Reply:
         return Reply(
             thread=self.thread,
             text=redact_text(text),
@@ -463,6 +467,7 @@ class _Run:
             approvals=self.approvals,
             checked=checked,
             run_id=self.run_id,
+            fault=fault,
         )
 
     def _known(self, tool: str) -> bool:

@@ -6,7 +6,9 @@ from collections import Counter
 
 from ...config.settings import LoopLimits
 from ...tools.base import ErrorType, ToolResult
+from ..faults import SET_A_MODEL, Fault, Part
 from ..llm import ModelUnavailable
+from ..memory import MemoryUnavailable
 from ..messages import Message
 from .reply import Step, StopReason
 
@@ -124,23 +126,55 @@ CUT_ANSWER = "\n\n(The answer was cut off at the model's output limit: raise `ll
 UNCHECKED = "Not checked against your systems: the model answered without running any tool."
 
 
+# What a failed part means for whoever asked. In full (the terminal: the person at it runs opsbot)
+# the failure's details follow; plain (a Slack channel, read by everyone in it) they do not: they
+# are in the operator's log. `lasting` (bot/faults.py) decides between "ask again" and "fix it".
+_MODEL_DOWN = "Your question is kept in this thread; ask again in a minute."
+_MODEL_BROKEN = "Asking again will not help until that is fixed"
+_MEMORY_HINT = "Direct commands (logs, run, config) work without memory."
+
+
 def llm_unavailable_text(error: ModelUnavailable, steps: list[Step] | None = None) -> str:
-    done = calls_done(steps or [])
-    did = f" Before that I ran: {done}." if done else ""
     if error.transient:
-        what = "The model provider is unavailable"
-        then = "Your question is kept in this thread; ask again in a minute."
+        said = f"The model provider is unavailable: {error}. {_MODEL_DOWN}"
     else:
-        what = "The model provider refused opsbot"
-        then = "Asking again will not help until that is fixed (if the thread has grown too long, `reset` it)."
-    return f"{what}: {error}. {then}{did} {DIRECT_COMMANDS_HINT}"
+        said = f"The model cannot be used: {error}. {_MODEL_BROKEN} (if the thread has grown too long, `reset` it)."
+    return f"{said}{_ran_before(steps or [])} {DIRECT_COMMANDS_HINT}"
 
 
-def memory_unavailable_text(error: Exception) -> str:
+def memory_unavailable_text(error: MemoryUnavailable) -> str:
+    if error.lasting:
+        return f"opsbot cannot use its thread memory ({error}); check REDIS_URL. {_MEMORY_HINT}"
     return (
-        f"opsbot's thread memory failed ({error}). Every step it stored is complete; ask again in a "
-        "moment. Direct commands (logs, run, config) work without memory."
+        f"opsbot's thread memory failed ({error}). Every step it stored is complete; ask again in a moment. "
+        f"{_MEMORY_HINT}"
     )
+
+
+def plain_fault_text(fault: Fault, steps: list[Step]) -> str:
+    """What Slack is told when a run or a command met `fault`: no addresses, variable names or
+    server messages (a channel reads it; those go to the operator's log), only whether asking
+    again helps."""
+    if fault.part is Part.model:
+        if fault.lasting:
+            said = (
+                "opsbot cannot use its model: its setup needs fixing, and its operators can see what in its log. "
+                f"{_MODEL_BROKEN}."
+            )
+        else:
+            said = f"opsbot cannot reach its model right now. {_MODEL_DOWN}"
+        return f"{said}{_ran_before(steps)} {DIRECT_COMMANDS_HINT}"
+    # No hint of direct commands: in Slack they too are queued in Redis.
+    if fault.lasting:
+        said = "opsbot cannot use its Redis: its setup needs fixing, and its operators can see what in its log."
+    else:
+        said = "opsbot cannot reach its Redis right now; ask again in a minute."
+    return f"{said}{_ran_before(steps)}"
+
+
+def _ran_before(steps: list[Step]) -> str:
+    done = calls_done(steps)
+    return f" Before that I ran: {done}." if done else ""
 
 
 # Stored as the assistant's turn when a question is given up, so the thread reads as it happened.
@@ -159,15 +193,15 @@ def busy_text(lock_ttl_s: float) -> str:
     )
 
 
-def unsaved_answer_note(error: Exception) -> str:
-    return f"\n\n(opsbot could not save this answer to the thread's memory: {error}; it may not remember it.)"
+# No details: the answer may be read in a channel; the run's log record has the error.
+UNSAVED_ANSWER = "\n\n(opsbot could not save this answer to the thread's memory; it may not remember it.)"
 
 
 def no_model_text() -> str:
-    return (
-        "No model is configured, so opsbot cannot answer questions yet: set OPENAI_API_KEY (or "
-        f"OPENAI_BASE_URL for a local OpenAI-compatible server) and OPSBOT_MODEL. {DIRECT_COMMANDS_HINT}"
-    )
+    return f"No model is configured, so opsbot cannot answer questions yet: {SET_A_MODEL}. {DIRECT_COMMANDS_HINT}"
+
+
+NO_MODEL_FAULT = Fault(part=Part.model, lasting=True, detail=f"no model is configured: {SET_A_MODEL}")
 
 
 def with_thread_context(earlier: str, question: str) -> str:

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from ...tools.base import CallStatus
 from ...tools.commands import ApprovalRequest
+from ..faults import Fault
 from ..llm import Usage
 
 
@@ -82,6 +83,11 @@ class Reply(BaseModel):
         default=True,
         description="False when the model answered without any tool result in this turn though tools were "
         "offered: nothing it says was checked against the systems (front ends say so)",
+    )
+    fault: Fault | None = Field(
+        default=None,
+        description="the model or Redis failed (llm_unavailable, no_model, memory_unavailable): the text says it "
+        "in full, for the terminal; a Slack channel is told plainly (bot/agent/prompts.py plain_fault_text)",
     )
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...tools.cancel import Cancelled
 from ...tools.redact import redact_text
+from ..faults import nobody_there
 from ..messages import ToolCallSpec
 from ..telemetry import metrics, tracing
 from .protocols import Protocol, TextReply, read, render, speaks_react
@@ -55,6 +56,7 @@ _REFUSES_TOOLS = re.compile(
     r"|(?:tools?|tool use|tool calling|function calling)(?: is| are)? not supported|roles must alternate"
 )
 _REFUSES_STREAM = re.compile(r"(?i)stream")
+_CHECK_ADDRESS = "set OPENAI_BASE_URL to the model server's address (http://host:port/v1) and check that it runs"
 
 
 class ModelClient:
@@ -314,14 +316,24 @@ class ModelClient:
                 f"{where} rejected the API key (HTTP {exc.status_code}): check OPENAI_API_KEY", False, exc.status_code
             )
         if isinstance(exc, openai.NotFoundError):
+            if self.model in _said(exc) or "model" in str(exc.code or ""):
+                return ModelUnavailable(
+                    f"{where} does not serve model {self.model!r} (HTTP 404): set OPSBOT_MODEL to one it serves",
+                    False,
+                    404,
+                )
             return ModelUnavailable(
-                f"{where} does not know model {self.model!r} (HTTP 404): check OPSBOT_MODEL", False, 404
+                f"{where} has no chat-completions endpoint (HTTP 404): OPENAI_BASE_URL usually ends in /v1", False, 404
             )
         if isinstance(exc, openai.RateLimitError):
             return ModelUnavailable(f"{where} is rate-limiting opsbot (HTTP 429) {attempts}", True, 429)
         if isinstance(exc, openai.APITimeoutError):
             return ModelUnavailable(f"{where} did not answer within {self.timeout_s:g}s {attempts}")
         if isinstance(exc, openai.APIConnectionError):
+            nobody = nobody_there(exc)
+            if nobody is not None:
+                # Nothing listens there, or no such host: a wrong address (or a server not started), not a blip.
+                return ModelUnavailable(f"cannot connect to {where} ({nobody}): {_CHECK_ADDRESS}", False)
             return ModelUnavailable(f"cannot connect to {where} {attempts}: check OPENAI_BASE_URL and the network")
         if isinstance(exc, openai.APIStatusError) and exc.status_code >= 500:
             return ModelUnavailable(f"{where} answered HTTP {exc.status_code} {attempts}", True, exc.status_code)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
+from ..faults import Fault, Part
 from ..messages import ToolCallSpec
 
 
@@ -46,3 +47,7 @@ class ModelUnavailable(Exception):
 
     def __str__(self) -> str:
         return self.reason
+
+    @property
+    def fault(self) -> Fault:
+        return Fault(part=Part.model, lasting=not self.transient, detail=self.reason)

@@ -15,11 +15,21 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ..faults import Fault, Part
 from ..messages import Block
 
 
 class MemoryUnavailable(Exception):
-    """The store cannot be reached. Nothing was written; retrying later is safe."""
+    """The store cannot be reached. Nothing was written; retrying later is safe. `lasting`: no
+    retry will cure it (bot/redis/client.py `lasting`), an operator has to fix REDIS_URL or Redis."""
+
+    def __init__(self, message: str, *, lasting: bool = False) -> None:
+        super().__init__(message)
+        self.lasting = lasting
+
+    @property
+    def fault(self) -> Fault:
+        return Fault(part=Part.redis, lasting=self.lasting, detail=str(self))
 
 
 class ThreadBusy(Exception):

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..messages import Block
-from ..redis.client import REDIS_ERRORS, RedisClient, connect, describe
+from ..redis.client import REDIS_ERRORS, RedisClient, connect, describe, lasting
 from ..telemetry import metrics
 from .base import MemoryUnavailable, ThreadBusy, ThreadState, first_turn_start
 
@@ -43,6 +43,7 @@ class RedisMemory:
         self.round_trips = 0
         self._client = client
         self._held: dict[str, tuple[str, int]] = {}  # thread -> (lock token, ttl ms) held by this process
+        self._answered = False  # whether Redis ever answered this process: a refusal after is a restart
 
     @property
     def _redis(self) -> RedisClient:
@@ -171,14 +172,17 @@ class RedisMemory:
     def _call(self, func: Any) -> Any:
         self.round_trips += 1
         try:
-            return func()
+            result = func()
         except REDIS_ERRORS as exc:
-            # Unreachable, out of memory, or a read-only replica after failover: all mean "not now".
+            # Unreachable, out of memory, or a read-only replica after failover: "not now", unless
+            # REDIS_URL itself is wrong (bot/redis/client.py `lasting`).
             raise self._unavailable(exc) from exc
+        self._answered = True
+        return result
 
     def _unavailable(self, exc: Exception) -> MemoryUnavailable:
         metrics.redis_error("memory")
-        return MemoryUnavailable(f"cannot use {self.describe()}: {exc}")
+        return MemoryUnavailable(f"cannot use {self.describe()}: {exc}", lasting=lasting(exc, self._answered))
 
 
 def _tag_text(thread: str) -> str:

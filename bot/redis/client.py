@@ -15,11 +15,12 @@ from typing import Any
 import redis
 from redis.backoff import EqualJitterBackoff, NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
-from redis.exceptions import RedisClusterException
+from redis.exceptions import AuthenticationError, AuthorizationError, NoPermissionError, RedisClusterException
 from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 
 from ...config.redis_url import RedisTarget, parse_redis_url
+from ..faults import nobody_there
 
 RedisClient = redis.Redis | RedisCluster
 # A cluster client's own errors (no node reachable, slots not covered) are not RedisErrors.
@@ -32,6 +33,16 @@ _HEALTH_CHECK_S = 30
 
 def retry_policy() -> Retry:
     return Retry(EqualJitterBackoff(cap=1.0, base=0.1), retries=3, supported_errors=(redis.ConnectionError,))
+
+
+def lasting(exc: BaseException, answered_before: bool) -> bool:
+    """Whether a Redis failure is one no retry cures: credentials refused, or, for a client that
+    never reached its Redis, an address where nothing listens or a host that does not resolve
+    (REDIS_URL is wrong). Once Redis has answered, a refused connection is a restart or a
+    failover under way, worth trying again."""
+    if isinstance(exc, AuthenticationError | AuthorizationError | NoPermissionError):
+        return True
+    return not answered_before and nobody_there(exc) is not None
 
 
 def connect(url: str) -> RedisClient:

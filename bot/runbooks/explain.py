@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 
 from ...tools.redact import redact_text
 from ..llm import Model, ModelUnavailable
 from .records import RunRecord
 from .stepping import Explainer
+
+log = logging.getLogger(__name__)
 
 _SYSTEM = (
     "You are opsbot, summarising the results of an on-call runbook for engineers. The results are "
@@ -30,6 +33,11 @@ def model_explainer(model: Model) -> Explainer:
         try:
             return redact_text(model.complete(messages, tools=None).content.strip()) or "(the model said nothing)"
         except ModelUnavailable as exc:
-            raise RuntimeError(f"the model is unavailable: {exc}") from exc
+            # The run's record is shown in its Slack thread: the details (addresses, variables) go
+            # to the operator's log only.
+            log.warning("runbook %s: the model cannot explain run %s: %s", run.runbook, run.id, redact_text(str(exc)))
+            raise RuntimeError(
+                "it is unavailable right now" if exc.transient else "its setup needs fixing (opsbot's log says what)"
+            ) from exc
 
     return explain

@@ -17,9 +17,10 @@ from ...config.settings import SlackSettings
 from ...tools.commands import ApprovalRequest
 from ...tools.redact import redact_text
 from ..agent import Agent, Reply, StopReason
-from ..agent.prompts import with_thread_context
+from ..agent.prompts import plain_fault_text, with_thread_context
 from ..approvals import Approvals, ApprovalsUnavailable, HandBack
 from ..commands import DirectCommand, Question, RunbookRequest, run_command
+from ..faults import Fault
 from ..redis.client import REDIS_ERRORS
 from ..runbooks import RunbookEngine, RunRefused
 from ..telemetry import metrics
@@ -29,7 +30,7 @@ from .delivery import Deferred
 from .jobs import Job
 from .outbound import GuardedWebhook, Outbound
 from .posting import PostFailed
-from .principals import Directory
+from .principals import Directory, approves_commands
 from .target import ResponseUrlTarget, Target, ThreadTarget
 
 log = logging.getLogger("opsbot.slack")
@@ -133,8 +134,12 @@ class Conversation:
     def _ask(self, job: Job, target: Target) -> None:
         earlier = target.earlier()
         text = with_thread_context(earlier, job.text) if earlier else job.text
-        reply = target.answer(lambda progress: _started(self.agent.run(text, job.thread.key, progress, job.principal)))
+        reply = target.answer(
+            lambda progress: _plain(_started(self.agent.run(text, job.thread.key, progress, job.principal)))
+        )
         log.info("answered %s: %s", job.id, context_line(reply))
+        if reply.fault is not None:
+            self._tell_operators(job, target, reply.fault)
         for request in reply.approvals:
             self._ask_for(job, target, request, continues_agent=True)
 
@@ -143,10 +148,22 @@ class Conversation:
             self._run_runbook(job, target, command)
             return
         output = run_command(self.agent, command, job.thread.key, job.principal)
-        blocks = output_blocks(job.text, output.text, output.ok, self.settings.max_output_chars)
-        target.output(escape(output.text[:3000]), blocks)
+        said = output.text if output.fault is None else plain_fault_text(output.fault, [])
+        blocks = output_blocks(job.text, said, output.ok, self.settings.max_output_chars)
+        target.output(escape(said[:3000]), blocks)
+        if output.fault is not None:
+            self._tell_operators(job, target, output.fault)
         if output.approval is not None:
             self._ask_for(job, target, output.approval, continues_agent=False)
+
+    def _tell_operators(self, job: Job, target: Target, fault: Fault) -> None:
+        """The details of what failed, which the channel was not told: in the operator's log, and
+        privately to the asker when the policy names them an approver (someone who runs opsbot)."""
+        detail = redact_text(fault.detail)
+        needs = "needs fixing" if fault.lasting else "may pass"
+        log.warning("job %s: opsbot's %s failed (%s): %s", job.id, fault.part, needs, detail)
+        if approves_commands(self.engine.policy, job.principal):
+            target.whisper(f"Only you see this, as an approver of opsbot's commands: its {fault.part} failed: {detail}")
 
     def _run_runbook(self, job: Job, target: Target, request: RunbookRequest) -> None:
         """Start a runbook in the job's thread (for /ops, in a new thread of the channel)."""
@@ -180,12 +197,21 @@ class Conversation:
             self.requests.post(thread, pending)
         except _NOT_ASKED as exc:
             log.error("approval request %s not posted: %s", request.id, exc)
+            # Slack's error code helps whoever reads it; Redis's words name hosts, and stay in the log.
+            why = f" ({exc.error})" if isinstance(exc, PostFailed) else ""
             target.say(
-                f"opsbot could not post the approval request for `{request.command}` ({exc}), so nothing will "
+                f"opsbot could not post the approval request for `{request.command}`{why}, so nothing will "
                 "run. If opsbot is not in this channel, `/invite @opsbot`; then ask again.",
                 marker=f"{job.id}:note",
                 kind=_NOTE_EVENT,
             )
+
+
+def _plain(reply: Reply) -> Reply:
+    """`reply` as a channel may read it: a failure said without its details (`_tell_operators`)."""
+    if reply.fault is None:
+        return reply
+    return reply.model_copy(update={"text": plain_fault_text(reply.fault, reply.steps)})
 
 
 def _started(reply: Reply) -> Reply:

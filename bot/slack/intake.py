@@ -11,9 +11,12 @@ from typing import Any
 
 from ...config.policy import Policy
 from ...config.settings import SlackSettings
+from ...tools.redact import redact_text
+from ..agent.prompts import plain_fault_text
 from ..commands import USAGE, Builtin, Decision, NotACommand, Question, decide
+from ..faults import Fault, Part
 from ..memory import Memory, MemoryUnavailable
-from ..redis.client import REDIS_ERRORS
+from ..redis.client import REDIS_ERRORS, lasting
 from ..telemetry import metrics
 from .delivery import Dispatcher
 from .jobs import Job, ThreadRef
@@ -180,4 +183,11 @@ def _slip(decision: Decision) -> NotACommand | None:
 
 
 def _redis_down(exc: Exception) -> str:
-    return f"opsbot cannot reach its Redis ({exc}); nothing was run. Try again in a minute."
+    """What the /ops ack says when Redis failed: plainly, the details in the log. This process
+    reached Redis when it started, so a refused connection now is a restart, worth trying again."""
+    if isinstance(exc, MemoryUnavailable):
+        fault = exc.fault
+    else:
+        fault = Fault(part=Part.redis, lasting=lasting(exc, answered_before=True), detail=str(exc))
+    log.warning("a /ops command could not be queued: %s", redact_text(fault.detail))
+    return plain_fault_text(fault, [])

@@ -297,10 +297,10 @@ def find_marked(client: WebClient, channel: str, thread_ts: str | None, job_id: 
     return Looked(checked=True, ts=None)
 
 
-def tell(client: WebClient, channel: str, user: str, text: str) -> None:
-    """A message only `user` sees; best effort (the person may have left the channel)."""
+def tell(client: WebClient, channel: str, user: str, text: str, thread_ts: str | None = None) -> None:
+    """A message only `user` sees (in `thread_ts`, if given); best effort (the person may have left the channel)."""
     try:
-        client.chat_postEphemeral(channel=channel, user=user, text=text)
+        client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=thread_ts)
     except (SlackApiError, URLError, OSError) as exc:
         log.warning("could not tell %s: %s", user, exc)
 

@@ -14,9 +14,19 @@ from urllib.error import URLError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from ...config.policy import Principal
+from ...config.policy import Policy, Principal
 
 log = logging.getLogger("opsbot.slack")
+
+
+def approves_commands(policy: Policy, principal: Principal | None) -> bool:
+    """Whether the policy names `principal`, by user or group id, among those who approve write
+    commands: the people who run opsbot, who may read the details of its failures. A command open
+    to anyone, or to whoever is in a channel, names nobody."""
+    return any(
+        spec.risk == "write" and bool(spec.deciders.users or spec.deciders.groups) and spec.deciders.allows(principal)
+        for spec in policy.commands.values()
+    )
 
 
 class Directory:

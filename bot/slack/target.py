@@ -23,7 +23,7 @@ from ..agent import Progress, Reply
 from .blocks import ANSWER_EVENT, Block, answer_blocks, escape
 from .jobs import Job, ThreadRef
 from .outbound import GuardedWebhook
-from .posting import PostFailed, find_marked, post_once
+from .posting import PostFailed, find_marked, post_once, tell
 from .progress import SlackProgress
 
 log = logging.getLogger("opsbot.slack")
@@ -56,6 +56,10 @@ class Target(Protocol):
     def say(self, text: str, *, marker: str | None = None, kind: str = ANSWER_EVENT, check_first: bool = False) -> None:
         """Tell the asker `text`, best effort: as the job's answer unless `marker` and `kind` say
         otherwise (`check_first`: an earlier attempt may have said it already)."""
+        ...
+
+    def whisper(self, text: str) -> None:
+        """Tell the asker `text` where nobody else can read it, best effort; never the job's answer."""
         ...
 
     def announce(self, said: str) -> ThreadRef | None:
@@ -118,6 +122,9 @@ class ThreadTarget:
         except _SLACK_FAILURES as exc:
             log.error("could not tell %s about job %s: %s", self.job.user, self.job.id, exc)
 
+    def whisper(self, text: str) -> None:
+        tell(self.client, self.thread.channel, self.job.user, escape(text), thread_ts=self.thread.thread_ts)
+
     def announce(self, said: str) -> ThreadRef | None:
         return None  # asked in its thread: answered there
 
@@ -172,6 +179,9 @@ class ResponseUrlTarget:
             self.webhook.send(text=escape(text), response_type="ephemeral")
         except _SLACK_FAILURES as exc:
             log.error("could not tell %s about job %s: %s", self.job.user, self.job.id, exc)
+
+    def whisper(self, text: str) -> None:
+        self.say(text)  # a response_url's replies are the asker's alone
 
     def announce(self, said: str) -> ThreadRef | None:
         return self._open(f"{self.job.id}:question", said, check_first=self.job.resumed)
