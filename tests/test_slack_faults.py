@@ -21,6 +21,7 @@ from tests.fakes.model_server import Reply
 from tests.fakes.redis_server import free_port
 from tests.fakes.slack_api import SlackApi
 from tests.fakes.slack_stack import Stack, stack_settings
+from tests.fakes.waiting import until
 from tests.test_slack import ack_text, answer_text, answered, approvers_policy, echo
 from tests.test_slack import make_stack as make_stack  # noqa: F401 - a fixture
 
@@ -158,3 +159,26 @@ def test_a_runbook_explanation_the_model_cannot_give_names_no_address() -> None:
         explain("what happened?", run)
 
     assert str(raised.value) == "its setup needs fixing (opsbot's log says what)"
+
+
+def test_healthz_says_the_models_state_without_its_address(make_stack: Any) -> None:
+    stack = make_stack(echo())  # the fake lists no models
+    model = stack.built.health()["model"]
+    assert model == {"state": "unverified", "fix": "nothing to set; the first question will tell"}
+
+    without = make_stack(model=None).built.health()["model"]
+    assert without["state"] == "not_configured" and "OPENAI_API_KEY" in without["fix"]
+    assert stack.built.health()["ok"] is True, "the model's state never makes /healthz fail"
+
+
+def test_healthz_asks_the_server_again_once_its_answer_is_stale(make_stack: Any) -> None:
+    stack = make_stack(echo())
+    assert stack.model is not None
+    now = [0.0]
+    stack.built.model.clock = lambda: now[0]
+    stack.built.model.check()
+    stack.model.models = ["scripted"]  # the server now lists the model
+
+    assert stack.built.health()["model"]["state"] == "unverified", "within its TTL, the last answer"
+    now[0] += 60
+    assert until(lambda: stack.built.health()["model"]["state"] == "ok"), "asked again, in the background"

@@ -5,6 +5,7 @@ textcalls.py (calls written as text), reasoning.py (thinking kept apart), shapin
 comes), turns.py (what a call comes to), probe.py (does the endpoint serve the model)."""
 
 from .client import ModelClient
+from .health import NOT_CONFIGURED, ModelHealth, ModelState, ModelWatch
 from .model import Model
 from .probe import ModelCheck, Verdict, check_model
 from .protocols import Protocol
@@ -13,9 +14,13 @@ from .streaming import TextSink
 from .turns import ModelTurn, ModelUnavailable, Usage
 
 __all__ = [
+    "NOT_CONFIGURED",
     "Model",
     "ModelCheck",
     "ModelClient",
+    "ModelHealth",
+    "ModelState",
+    "ModelWatch",
     "ModelTurn",
     "ModelUnavailable",
     "Protocol",

@@ -31,6 +31,7 @@ from ...tools.redact import redact_text
 from ..faults import nobody_there
 from ..messages import ToolCallSpec
 from ..telemetry import metrics, tracing
+from .health import CHECK_TIMEOUT_S, ModelHealth, ModelState
 from .protocols import Protocol, TextReply, read, render, speaks_react
 from .reasoning import reasoning_field, split_thinking
 from .shaping import template_safe, unique_ids
@@ -305,6 +306,67 @@ class ModelClient:
     @property
     def _where(self) -> str:
         return self.base_url or "the OpenAI API"
+
+    # ---------------------------------------------------------------- the check
+
+    def check(self, timeout_s: float | None = None) -> ModelHealth:
+        """Whether the endpoint answers and serves this model: its list of models (GET /models),
+        asked once within `timeout_s` (default: CHECK_TIMEOUT_S, or `llm.timeout_s` if shorter).
+        A server without that list is reachable, but unverified."""
+        import openai
+
+        where = self._where
+        timeout_s = timeout_s if timeout_s is not None else min(CHECK_TIMEOUT_S, self.timeout_s)
+        try:
+            listed = self._client.with_options(timeout=timeout_s, max_retries=0).models.list()
+            served = [str(model.id) for model in listed.data]
+        except openai.AuthenticationError:
+            return ModelHealth(
+                state=ModelState.key_rejected, said=f"{where} rejected the API key (HTTP 401)", fix="set OPENAI_API_KEY"
+            )
+        except openai.APIStatusError as exc:
+            if exc.status_code >= 500 and exc.status_code != 501:
+                return ModelHealth(
+                    state=ModelState.unreachable,
+                    said=f"{where} answered HTTP {exc.status_code}",
+                    fix="check the model server (questions fail until it answers)",
+                )
+            # 404, 405, 501: no list to read; 403: a key that may not list models (OpenAI's restricted keys).
+            if exc.status_code in (403, 404, 405, 501):
+                return self._unverified(f"{where} lists no models (HTTP {exc.status_code})")
+            return self._unverified(f"{where} answered GET /models with HTTP {exc.status_code}")
+        except openai.APITimeoutError:
+            return ModelHealth(
+                state=ModelState.unreachable, said=f"{where} did not answer within {timeout_s:g}s", fix=_CHECK_ADDRESS
+            )
+        except openai.APIConnectionError as exc:
+            why = nobody_there(exc) or redact_text(str(exc.__cause__ or exc))[:200]
+            said = f"cannot connect to {where} ({why})"
+            return ModelHealth(state=ModelState.unreachable, said=said, fix=_CHECK_ADDRESS)
+        except (AttributeError, TypeError, ValueError, KeyError):
+            return self._unverified(f"{where} answered GET /models with something opsbot cannot read")
+        return self._served(served)
+
+    def _served(self, served: list[str]) -> ModelHealth:
+        where, model = self._where, self.model
+        if not served:
+            return self._unverified(f"{where} lists no models")
+        # Ollama lists `name:latest` for a model asked for as `name`.
+        if model in served or f"{model}:latest" in served:
+            return ModelHealth(state=ModelState.ok, said=f"{where} serves model {model!r}")
+        shown = ", ".join(redact_text(name)[:80] for name in served[:8]) + (", ..." if len(served) > 8 else "")
+        return ModelHealth(
+            state=ModelState.unknown_model,
+            said=f"{where} does not serve model {model!r} (it serves: {shown})",
+            fix="set OPSBOT_MODEL to one the server serves (opsbot's log lists them)",
+        )
+
+    def _unverified(self, said: str) -> ModelHealth:
+        return ModelHealth(
+            state=ModelState.unverified,
+            said=f"{said}, so model {self.model!r} is not checked",
+            fix="nothing to set; the first question will tell",
+        )
 
     def _unavailable(self, exc: openai.APIError) -> ModelUnavailable:
         import openai

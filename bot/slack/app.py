@@ -18,6 +18,7 @@ from ...tools.catalog import runbook_arg_problems
 from ..agent import Agent
 from ..approvals import Approvals, HandBack, RedisApprovalStore
 from ..build import build_agent
+from ..llm import NOT_CONFIGURED, Model, ModelClient, ModelHealth, ModelState, ModelWatch
 from ..redis.client import REDIS_ERRORS, connect, describe
 from ..runbooks import Recovery, RedisRunStore, RunbookEngine, model_explainer
 from .alerts import AlertRouter
@@ -63,9 +64,14 @@ class SlackApp:
     notices: ThreadPoolExecutor
 
     recovery: Recovery
+    model: ModelWatch
 
     def health(self) -> dict[str, object]:
-        """What /healthz says: whether Redis answers, and whether it keeps opsbot's jobs over a restart."""
+        """What /healthz says: whether Redis answers, and whether it keeps opsbot's jobs over a
+        restart; whether the model can be used. `ok` (the status: 503 when false) is Redis's alone:
+        without Redis nothing works, while without the model direct commands, approvals and
+        runbooks still do, and a process taken out of service or restarted would not mend a wrong
+        model address either. The model's state is there to be read (and alerted on)."""
         kept = self.janitor.persistence
         return {
             "ok": self.state.ping(),
@@ -74,6 +80,7 @@ class SlackApp:
             "redis_keeps_data": kept.keeps_data,
             "redis_restarts_seen": self.janitor.restarts,
             "held_here": len(self.dispatcher.journal.entries(parked=True)),
+            "model": self.model.current().public(),
         }
 
     def close(self) -> None:
@@ -234,7 +241,19 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         conversation=conversation,
         notices=notices,
         recovery=recovery,
+        model=watch_model(agent.model),
     )
+
+
+def watch_model(model: Model | None) -> ModelWatch:
+    """The model's health for the log and /healthz: nothing to ask without one, and nothing to ask
+    of a stand-in that is no HTTP client (the Python API's, tests')."""
+    if model is None:
+        return ModelWatch(lambda: NOT_CONFIGURED)
+    if isinstance(model, ModelClient):
+        return ModelWatch(model.check)
+    unchecked = ModelHealth(state=ModelState.unverified, said="the model is not an HTTP client opsbot can check")
+    return ModelWatch(lambda: unchecked)
 
 
 def _state(redis_url: str, lease_s: float) -> SlackState:

@@ -35,6 +35,13 @@ def serve_slack(settings: Settings, http: bool, port: int, started: Callable[[Sl
     # first run; without it this imports nothing.
     tracing.enabled()
     signal.signal(signal.SIGTERM, _exit)
+
+    def ready() -> None:
+        # Once nothing can stop the start: the model's state is a line in the log now, rather than
+        # news to the first person who asks in Slack (it never stops the start).
+        slack.model.check()
+        started(slack)
+
     try:
         if http:
             events = SlackEvents(SlackRequestHandler(slack.app), settings.slack_signing_secret)
@@ -42,7 +49,7 @@ def serve_slack(settings: Settings, http: bool, port: int, started: Callable[[Sl
                 server = listen(WebApp(events, slack.health, alert_hooks(settings, slack)), port, settings.http)
             except OSError as exc:
                 raise StartupError(port_problem(port, exc, "--port or PORT")) from exc
-            started(slack)
+            ready()
             server.run()
         else:
             serve_metrics(settings.metrics_port)  # before connecting: a port taken is a startup error
@@ -54,7 +61,7 @@ def serve_slack(settings: Settings, http: bool, port: int, started: Callable[[Sl
                     f"SLACK_APP_TOKEN was refused by Slack ({exc.response.get('error')}); create an app-level "
                     "token with connections:write under Basic Information, and turn Socket Mode on"
                 ) from exc
-            started(slack)
+            ready()
             threading.Event().wait()
     except KeyboardInterrupt:
         pass
