@@ -35,7 +35,7 @@ from ..tools import runner
 from ..tools.catalog import runbook_arg_problems
 from ..tools.logs import log_files
 from .build import build_model
-from .llm import Verdict, check_model
+from .llm import NOT_CONFIGURED, ModelState
 
 
 @dataclass
@@ -122,17 +122,12 @@ def _check_model(settings: Settings, named_in: Path | None, found: Findings) -> 
     """The endpoint asked for the model; a model it does not serve is shown at the file's
     `model:` line when the file (`named_in`) is where the name comes from."""
     client = build_model(settings)
-    if client is None:
-        found.errors.append(
-            "model: none is configured: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server, and OPSBOT_MODEL"
-        )
-        return
-    verdict, message = check_model(client)
-    if verdict is Verdict.served:
-        found.notes.append(f"model: {message}")
-    elif verdict is Verdict.unlisted:
-        found.warnings.append(f"model: {message}")
-    elif verdict is Verdict.not_served and named_in is not None:
-        found.errors += [str(problem) for problem in located(named_in, [(("model",), message)])]
+    health = NOT_CONFIGURED if client is None else client.check()
+    if health.state is ModelState.ok:
+        found.notes.append(f"model: {health.said}")
+    elif health.usable:
+        found.warnings.append(f"model: {health.detail()}")
+    elif health.state is ModelState.unknown_model and named_in is not None:
+        found.errors += [str(problem) for problem in located(named_in, [(("model",), health.detail())])]
     else:
-        found.errors.append(f"model: {message}")
+        found.errors.append(f"model: {health.detail()}")

@@ -340,8 +340,8 @@ def test_a_model_the_server_serves_under_another_name_is_an_error_at_its_line(tm
 
     assert done.returncode == 1
     assert said(done) == [
-        f"opsbot.yaml:1: model: {server.base_url} does not serve model 'llama3.1'; it serves "
-        "llama3.1:8b-instruct-q4_K_M, qwen2.5:7b — did you mean 'llama3.1:8b-instruct-q4_K_M'?"
+        f"opsbot.yaml:1: model: {server.base_url} does not serve model 'llama3.1' (it serves "
+        "llama3.1:8b-instruct-q4_K_M, qwen2.5:7b); did you mean 'llama3.1:8b-instruct-q4_K_M'? Set OPSBOT_MODEL to it"
     ]
 
 
@@ -351,7 +351,10 @@ def test_a_model_named_in_the_environment_is_reported_without_a_line(tmp_path: P
         done = check(tmp_path, "--model", OPENAI_BASE_URL=server.base_url, OPSBOT_MODEL="gpt-4o")
 
     assert done.returncode == 1
-    assert said(done) == [f"model: {server.base_url} does not serve model 'gpt-4o'; it serves qwen2.5:7b"]
+    assert said(done) == [
+        f"model: {server.base_url} does not serve model 'gpt-4o' (it serves qwen2.5:7b); "
+        "set OPSBOT_MODEL to one the server serves"
+    ]
 
 
 def test_an_endpoint_that_cannot_be_reached_is_an_error_of_its_own(tmp_path: Path) -> None:
@@ -361,7 +364,10 @@ def test_an_endpoint_that_cannot_be_reached_is_an_error_of_its_own(tmp_path: Pat
     done = check(tmp_path, "--model", OPENAI_BASE_URL=url)
 
     assert done.returncode == 1
-    assert said(done) == [f"model: cannot connect to {url} after 1 attempt(s): check OPENAI_BASE_URL and the network"]
+    assert said(done) == [
+        f"model: cannot connect to {url} (connection refused); set OPENAI_BASE_URL to the model server's "
+        "address (http://host:port/v1) and check that it runs"
+    ]
 
 
 def test_an_endpoint_that_does_not_list_its_models_is_a_warning(tmp_path: Path) -> None:
@@ -371,8 +377,8 @@ def test_an_endpoint_that_does_not_list_its_models_is_a_warning(tmp_path: Path) 
 
     assert done.returncode == 0, done.stderr
     assert said(done) == [
-        f"warning: model: {server.base_url} does not list its models (GET /models: HTTP 404), so model "
-        "'gpt-4o-mini' cannot be confirmed"
+        f"warning: model: {server.base_url} lists no models (HTTP 404), so model 'gpt-4o-mini' is not checked; "
+        "nothing to set; the first question will tell"
     ]
 
 
@@ -383,7 +389,8 @@ def test_no_model_configured_is_an_error_when_asked(tmp_path: Path) -> None:
 
     assert done.returncode == 1
     assert said(done) == [
-        "model: none is configured: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server, and OPSBOT_MODEL"
+        "model: none is configured, so questions are refused (direct commands work); set OPENAI_API_KEY, or "
+        "OPENAI_BASE_URL (and OPSBOT_MODEL) for a local OpenAI-compatible server"
     ]
 
 

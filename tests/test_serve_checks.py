@@ -100,9 +100,13 @@ def none(server: ModelServer) -> dict[str, str]:
 @pytest.mark.parametrize(
     ("model_env", "state", "line"),
     [
-        (none, "not_configured", "no model: questions are refused (direct commands work); set OPENAI_API_KEY"),
+        (none, "not_configured", "no model: none is configured, so questions are refused (direct commands work)"),
         (closed, "unreachable", "model unreachable: cannot connect to http://127.0.0.1:"),
-        (lists_others, "unknown_model", "it serves: llama3.2:latest, qwen2.5:7b); set OPSBOT_MODEL"),
+        (
+            lists_others,
+            "unknown_model",
+            "(it serves llama3.2:latest, qwen2.5:7b); set OPSBOT_MODEL",
+        ),
         (lists_it, "ok", "model ok: http://127.0.0.1:"),
     ],
     ids=["no model", "closed port", "unknown model", "ok"],

@@ -2,12 +2,11 @@
 (requests, errors, the endpoint's protocol), protocols.py (native, ReAct and JSON text),
 textcalls.py (calls written as text), reasoning.py (thinking kept apart), shaping.py
 (template-safe requests, unique call ids), streaming.py (replies in pieces, answer text as it
-comes), turns.py (what a call comes to), probe.py (does the endpoint serve the model)."""
+comes), turns.py (what a call comes to), health.py (whether the model can be used, watched)."""
 
 from .client import ModelClient
 from .health import NOT_CONFIGURED, ModelHealth, ModelState, ModelWatch
 from .model import Model
-from .probe import ModelCheck, Verdict, check_model
 from .protocols import Protocol
 from .shaping import unique_ids
 from .streaming import TextSink
@@ -16,7 +15,6 @@ from .turns import ModelTurn, ModelUnavailable, Usage
 __all__ = [
     "NOT_CONFIGURED",
     "Model",
-    "ModelCheck",
     "ModelClient",
     "ModelHealth",
     "ModelState",
@@ -26,7 +24,5 @@ __all__ = [
     "Protocol",
     "TextSink",
     "Usage",
-    "Verdict",
-    "check_model",
     "unique_ids",
 ]

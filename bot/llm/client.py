@@ -31,7 +31,7 @@ from ...tools.redact import redact_text
 from ..faults import nobody_there
 from ..messages import ToolCallSpec
 from ..telemetry import metrics, tracing
-from .health import CHECK_TIMEOUT_S, ModelHealth, ModelState
+from .health import CHECK_TIMEOUT_S, ModelHealth, ModelState, served_names
 from .protocols import Protocol, TextReply, read, render, speaks_react
 from .reasoning import reasoning_field, split_thinking
 from .shaping import template_safe, unique_ids
@@ -57,6 +57,7 @@ _REFUSES_TOOLS = re.compile(
     r"|(?:tools?|tool use|tool calling|function calling)(?: is| are)? not supported|roles must alternate"
 )
 _REFUSES_STREAM = re.compile(r"(?i)stream")
+_SET_SERVED = "set OPSBOT_MODEL to one the server serves"
 _CHECK_ADDRESS = "set OPENAI_BASE_URL to the model server's address (http://host:port/v1) and check that it runs"
 
 
@@ -146,18 +147,6 @@ class ModelClient:
                 transient=False,
             ) from exc
         return turn
-
-    def served_models(self) -> list[str] | None:
-        """The ids of the models the endpoint serves (GET /models); None when it does not list
-        them (404). `ModelUnavailable`, worded as for a completion, when it cannot be asked."""
-        import openai
-
-        try:
-            return [model.id for model in self._client.models.list()]
-        except openai.NotFoundError:
-            return None
-        except openai.APIError as exc:
-            raise self._unavailable(exc) from exc
 
     # ---------------------------------------------------------------- the request
 
@@ -354,11 +343,11 @@ class ModelClient:
         # Ollama lists `name:latest` for a model asked for as `name`.
         if model in served or f"{model}:latest" in served:
             return ModelHealth(state=ModelState.ok, said=f"{where} serves model {model!r}")
-        shown = ", ".join(redact_text(name)[:80] for name in served[:8]) + (", ..." if len(served) > 8 else "")
+        names = served_names(model, [redact_text(name)[:80] for name in served])
         return ModelHealth(
             state=ModelState.unknown_model,
-            said=f"{where} does not serve model {model!r} (it serves: {shown})",
-            fix="set OPSBOT_MODEL to one the server serves (opsbot's log lists them)",
+            said=f"{where} does not serve model {model!r} (it serves {names.shown})",
+            fix=f"did you mean {names.closest!r}? Set OPSBOT_MODEL to it" if names.closest else _SET_SERVED,
         )
 
     def _unverified(self, said: str) -> ModelHealth:

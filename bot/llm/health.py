@@ -5,11 +5,13 @@ who asks in Slack. The check itself is ModelClient.check (GET /models through th
 
 from __future__ import annotations
 
+import difflib
 import logging
 import threading
 import time
 from collections.abc import Callable
 from enum import StrEnum
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -41,7 +43,16 @@ class ModelHealth(BaseModel):
 
     def line(self) -> str:
         """The log's one line about it."""
-        return f"{_LEADS[self.state]}: {self.said}" + (f"; {self.fix}" if self.fix else "")
+        return f"{_LEADS[self.state]}: {self.detail()}"
+
+    def detail(self) -> str:
+        """What was found and what to do about it."""
+        return self.said + (f"; {self.fix}" if self.fix else "")
+
+    @property
+    def usable(self) -> bool:
+        """Whether questions can be asked (`unverified`: nothing says they cannot)."""
+        return self.state in _FINE
 
     def public(self) -> dict[str, str]:
         """What /healthz says: the state and what to set, never the address (the port /healthz is
@@ -58,11 +69,34 @@ _LEADS = {
     ModelState.unverified: "model not verified",
 }
 
+# Names listed when the model is not among them; a server with hundreds (OpenAI's API) gets the
+# closest ones first.
+SHOWN_NAMES = 8
+
+
+class Served(NamedTuple):
+    shown: str  # the names, closest first, the rest counted
+    closest: str | None  # the likeliest meant, if any is close
+
+
+def served_names(model: str, served: list[str]) -> Served:
+    """What a server serves, said for someone who asked for `model`: near spellings first, then
+    names holding `model` (a tag or an owner added, `llama3.1:8b`)."""
+    close = difflib.get_close_matches(model, served, n=3, cutoff=0.6)
+    close += [name for name in served if model.lower() in name.lower() and name not in close]
+    ordered = [*close, *sorted(name for name in served if name not in close)]
+    more = len(ordered) - SHOWN_NAMES
+    shown = ", ".join(ordered[:SHOWN_NAMES]) + (f" and {more} more" if more > 0 else "")
+    return Served(shown, close[0] if close else None)
+
+
 # Questions can be asked: logged as information, the others as warnings.
 _FINE = frozenset({ModelState.ok, ModelState.unverified})
 
 NOT_CONFIGURED = ModelHealth(
-    state=ModelState.not_configured, said="questions are refused (direct commands work)", fix=SET_A_MODEL
+    state=ModelState.not_configured,
+    said="none is configured, so questions are refused (direct commands work)",
+    fix=SET_A_MODEL,
 )
 
 
@@ -93,7 +127,7 @@ class ModelWatch:
         with self._lock:
             if self._last is None or health.state is not self._last.state:
                 # Under the lock: whoever reads the new state finds its line logged.
-                log.log(logging.INFO if health.state in _FINE else logging.WARNING, "%s", health.line())
+                log.log(logging.INFO if health.usable else logging.WARNING, "%s", health.line())
             self._last, self._at, self._asking = health, self.clock(), False
         return health
 
