@@ -10,8 +10,12 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 from pydantic import ValidationError
@@ -30,30 +34,109 @@ from .terminal import TERMINAL_USER, InertFormatter, PlainProgress, console, ech
 from .version import VERSION
 
 EXIT_CONFIG = 2
+EXIT_USAGE = 2
 EXIT_NO_ANSWER = 3
 
+_Decorated = TypeVar("_Decorated", bound=Callable[..., Any])
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(VERSION, "--version", prog_name="opsbot", message="%(prog)s %(version)s")
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    envvar="OPSBOT_CONFIG",
-    help="YAML config file (default: $OPSBOT_CONFIG, else the bundled sample environment).",
-)
-@click.option("-v", "--verbose", is_flag=True, help="Log every step as a JSON record on stderr.")
-@click.pass_context
-def main(ctx: click.Context, config_path: Path | None, verbose: bool) -> None:
+
+@dataclass
+class Globals:
+    """The top-level options, wherever they were given: `opsbot -v ask ...` or `opsbot ask ... -v`."""
+
+    config_path: Path | None = None
+    verbose: bool = False
+
+
+def _set_config(ctx: click.Context, param: click.Parameter, value: Path | None) -> None:
+    if value is not None:  # given after the subcommand too, the later one wins
+        ctx.ensure_object(Globals).config_path = value
+
+
+def _set_verbose(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    state = ctx.ensure_object(Globals)
+    state.verbose = state.verbose or value
+    logging.getLogger().setLevel(logging.INFO if state.verbose else logging.WARNING)
+
+
+def global_options(*, envvar: bool) -> Callable[[_Decorated], _Decorated]:
+    """The top-level options, for the group and (without the environment variable, which the group
+    reads once) for every subcommand, so they may be typed before or after it."""
+
+    def add(f: _Decorated) -> _Decorated:
+        f = click.option(
+            "-v",
+            "--verbose",
+            is_flag=True,
+            expose_value=False,
+            callback=_set_verbose,
+            help="Log every step as a JSON record on stderr.",
+        )(f)
+        f = click.option(
+            "--config",
+            type=click.Path(path_type=Path, dir_okay=False),
+            envvar="OPSBOT_CONFIG" if envvar else None,
+            expose_value=False,
+            callback=_set_config,
+            help="YAML config file (default: $OPSBOT_CONFIG, else the bundled sample environment).",
+        )(f)
+        return click.version_option(VERSION, "--version", prog_name="opsbot", message="%(prog)s %(version)s")(f)
+
+    return add
+
+
+class Opsbot(click.Group):
+    """The `opsbot` group: every subcommand gets the top-level options, and a usage error is shown
+    as the usage line, what is wrong, and where the help is, never the whole help."""
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        super().add_command(global_options(envvar=False)(cmd), name)
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        with self._usage_errors_shown():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with self._usage_errors_shown():  # the subcommand's own line is parsed in here
+            return super().invoke(ctx)
+
+    @contextmanager
+    def _usage_errors_shown(self) -> Iterator[None]:
+        try:
+            yield
+        except click.exceptions.NoArgsIsHelpError as exc:  # `opsbot` alone
+            _show_usage(exc.ctx, f"Missing command: one of {', '.join(self.list_commands(exc.ctx))}.")
+            raise click.exceptions.Exit(exc.exit_code) from exc
+        except click.UsageError as exc:
+            _show_usage(exc.ctx, exc.format_message())
+            raise click.exceptions.Exit(exc.exit_code) from exc
+
+
+def _show_usage(ctx: click.Context | None, problem: str) -> None:
+    if ctx is not None:
+        echo(ctx.get_usage(), err=True)
+    echo(f"Error: {' '.join(problem.split())}", err=True, fg="red")
+    if ctx is not None:
+        echo(f"Try '{ctx.command_path} --help' for help.", err=True)
+
+
+@click.group(cls=Opsbot, context_settings={"help_option_names": ["-h", "--help"]})
+@global_options(envvar=True)
+def main() -> None:
     """opsbot: an on-call assistant that shows every step it takes."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(InertFormatter("%(message)s"))
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
-    ctx.obj = config_path
+    logging.basicConfig(handlers=[handler])  # its level is the -v option's (_set_verbose)
+
+
+def _globals(ctx: click.Context) -> Globals:
+    return ctx.ensure_object(Globals)
 
 
 def _settings(ctx: click.Context) -> Settings:
-    path: Path | None = ctx.obj
+    path = _globals(ctx).config_path
     if path is None:
         # A copy whose logs end a few minutes ago, so `logs checkout ERROR since=2h` finds what README says.
         path = prepare_sample(SAMPLE_CONFIG, VERSION)
@@ -86,7 +169,7 @@ def chat(ctx: click.Context, thread: str, plain: bool) -> None:
     settings = _settings(ctx)
     agent = build_agent(settings)
     # The step log (-v) goes to stderr line by line, which a live area would tear: -v is plain.
-    session = ChatSession.open(agent, settings.policy, thread, plain=plain or ctx.find_root().params["verbose"])
+    session = ChatSession.open(agent, settings.policy, thread, plain=plain or _globals(ctx).verbose)
     session.banner(settings.model if agent.model else "(none)")
     try:
         session.loop()
@@ -101,6 +184,10 @@ def chat(ctx: click.Context, thread: str, plain: bool) -> None:
 @click.pass_context
 def ask(ctx: click.Context, question: str, thread: str, as_json: bool) -> None:
     """Ask one question (or run one direct command) and print the answer."""
+    if not question.strip():
+        # Before anything is loaded: an empty question would cost a model's whole turn to answer nothing.
+        echo('opsbot ask needs a question or a direct command, e.g. opsbot ask "services"', err=True, fg="red")
+        ctx.exit(EXIT_USAGE)
     settings = _settings(ctx)
     agent = build_agent(settings)
     decision = decide(settings.policy, question, can_ask=agent.model is not None)
@@ -140,8 +227,7 @@ def eval_(ctx: click.Context, suite: str, runs: int, json_path: Path | None, mar
     from .eval import SuiteError, evaluate, load_suite, markdown, tables
 
     # Only the model settings matter: every scenario brings its own environment.
-    path: Path | None = ctx.obj
-    settings = _settings(ctx) if path is not None else Settings()
+    settings = _settings(ctx) if _globals(ctx).config_path is not None else Settings()
     if not settings.model_configured:
         echo(f"opsbot eval needs a model: {no_model_text()}", err=True, fg="red")
         ctx.exit(EXIT_CONFIG)
@@ -229,7 +315,7 @@ def audit(ctx: click.Context, since: str, thread: str | None, as_json: bool) -> 
 @click.pass_context
 def check_config(ctx: click.Context, path: Path | None, ask_model: bool) -> None:
     """Check a YAML config file and what it names on this host; print every problem with its line."""
-    target = path or ctx.obj
+    target = path or _globals(ctx).config_path
     if target is None:
         raise click.UsageError("name a file: opsbot check-config PATH (or set OPSBOT_CONFIG)")
     try:

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner, Result
 
 from opsbot.bot.agent.prompts import CUT_ANSWER, UNCHECKED
+from opsbot.bot.cli import main
 from opsbot.bot.terminal import THINKING_NOTE
 from opsbot.config.settings import SAMPLE_CONFIG
 from tests.fakes.model_server import Call, ModelServer, Reply, script, tool_results
@@ -359,9 +362,146 @@ def test_a_direct_command_imports_no_model_slack_or_redis_client(tmp_path: Path)
 def test_version_is_the_installed_distributions() -> None:
     from importlib.metadata import version
 
-    from click.testing import CliRunner
-
-    from opsbot.bot.cli import main
-
     done = CliRunner().invoke(main, ["--version"])
     assert done.exit_code == 0 and done.output == f"opsbot {version('opsbot')}\n"
+
+
+# ---------------------------------------------------------------- what a person typed wrong or left out
+
+
+def cli(*args: str, stdin: str | None = None, **env: str) -> Result:
+    """`opsbot` in this process, in the environment `clean_env` gives (no model unless `env` names one)."""
+    unset: dict[str, str | None] = {k: None for k in os.environ if k not in clean_env()}
+    return CliRunner().invoke(main, list(args), input=stdin, env={**unset, **env}, prog_name="opsbot")
+
+
+@pytest.fixture
+def root_log_level() -> Iterator[None]:
+    """`-v` sets the root logger's level, which outlives an in-process run."""
+    level = logging.getLogger().level
+    yield
+    logging.getLogger().setLevel(level)
+
+
+@pytest.mark.parametrize("args", [("ask", ""), ("ask", "   "), ("ask", "\n\t"), ("ask", "--json", " ")])
+def test_an_empty_question_is_refused_in_one_line_and_the_model_never_asked(
+    tmp_path: Path, model_server: Callable[[Any], ModelServer], args: tuple[str, ...]
+) -> None:
+    server = model_server(lambda body: Reply(content="an answer to nothing"))
+
+    done = opsbot(*args, cwd=tmp_path, OPENAI_BASE_URL=server.base_url)
+
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == ['opsbot ask needs a question or a direct command, e.g. opsbot ask "services"']
+    assert server.requests == []
+
+
+def test_blank_lines_in_a_chat_prompt_again_and_the_model_is_never_asked(
+    tmp_path: Path, model_server: Callable[[Any], ModelServer]
+) -> None:
+    server = model_server(lambda body: Reply(content="an answer to nothing"))
+
+    done = opsbot("chat", cwd=tmp_path, stdin="\n   \n\t\nexit\n", OPENAI_BASE_URL=server.base_url)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("you> ") == 4  # the prompt again after each blank line, then `exit`
+    assert "opsbot>" not in done.stdout
+    assert server.requests == []
+
+
+SHOP = """
+policy:
+  services:
+    web:
+      description: the web tier
+      logs: [web.log]
+  commands:
+    listing:
+      description: lists a directory that is not there
+      argv: [ls, /nonexistent-opsbot-dir]
+      timeout_s: 5
+"""
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Path:
+    """A config of its own, told apart from the sample by its one service, `web`."""
+    (tmp_path / "web.log").write_text("2026-11-29T03:00:00Z ERROR web down\n")
+    path = tmp_path / "shop.yaml"
+    path.write_text(textwrap.dedent(SHOP).lstrip("\n"))
+    return path
+
+
+def test_global_options_after_the_subcommand_work_as_before_it(tmp_path: Path, shop: Path) -> None:
+    before = opsbot("--config", str(shop), "ask", "services", cwd=tmp_path)
+    after = opsbot("ask", "services", "--config", str(shop), cwd=tmp_path)
+    # Typed after the subcommand, it wins over the environment as it does typed before it.
+    over_env = opsbot("ask", "services", "--config", str(shop), cwd=tmp_path, OPSBOT_CONFIG=str(SAMPLE_CONFIG))
+
+    assert before.returncode == after.returncode == over_env.returncode == 0, after.stderr
+    assert "web: the web tier" in before.stdout and "checkout" not in before.stdout
+    assert after.stdout == before.stdout == over_env.stdout
+
+
+def test_verbose_after_the_subcommand_logs_the_steps(tmp_path: Path, with_model: Any) -> None:
+    model = with_model(why_502)
+    after = opsbot("--config", str(SAMPLE_CONFIG), "ask", "why 502?", "-v", cwd=tmp_path, **model)
+    before = opsbot("-v", "--config", str(SAMPLE_CONFIG), "ask", "why 502?", cwd=tmp_path, **model)
+    quiet = opsbot("--config", str(SAMPLE_CONFIG), "ask", "why 502?", cwd=tmp_path, **model)
+
+    def records(stderr: str) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+
+    assert after.returncode == before.returncode == 0, after.stderr
+    assert records(after.stderr) and len(records(after.stderr)) == len(records(before.stderr))
+    assert records(quiet.stderr) == []
+
+
+# Every subcommand, with what it needs to reach its config; a new one must be added here.
+SUBCOMMANDS = {"ask": ["services"], "audit": [], "chat": [], "check-config": [], "eval": [], "serve": []}
+
+
+def test_every_subcommand_is_tested_for_the_global_options() -> None:
+    assert set(SUBCOMMANDS) == set(main.commands)
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+@pytest.mark.parametrize("name", sorted(SUBCOMMANDS))
+def test_every_subcommand_takes_the_global_options_before_and_after_it(
+    tmp_path: Path, name: str, where: str, root_log_level: None
+) -> None:
+    broken = tmp_path / "opsbot.yaml"
+    broken.write_text("loop:\n  max_steps: 0\n")
+    options = ["--config", str(broken), "-v"]
+    args = [*options, name, *SUBCOMMANDS[name]] if where == "before" else [name, *SUBCOMMANDS[name], *options]
+
+    done = cli(*args, stdin="")
+
+    assert done.exit_code == (1 if name == "check-config" else 2), done.output
+    assert f"{broken}:2: loop.max_steps" in done.stderr  # the file named, wherever it was named, was read
+    assert cli(name, "--version").stdout == cli("--version").stdout != ""
+
+
+@pytest.mark.parametrize(
+    "args, usage, problem",
+    [
+        (["ask", "--nope", "x"], "opsbot ask [OPTIONS] QUESTION", "Error: No such option '--nope'"),
+        (["ask"], "opsbot ask [OPTIONS] QUESTION", "Error: Missing argument 'QUESTION'."),
+        (["chat", "extra"], "opsbot chat [OPTIONS]", "Error: Got unexpected extra argument (extra)"),
+        (["nope"], "opsbot [OPTIONS] COMMAND [ARGS]...", "Error: No such command 'nope'."),
+        (["--nope"], "opsbot [OPTIONS] COMMAND [ARGS]...", "Error: No such option '--nope'"),
+        ([], "opsbot [OPTIONS] COMMAND [ARGS]...", "Error: Missing command: one of ask, audit, chat, check-config, "),
+    ],
+)
+def test_a_usage_error_is_the_usage_line_what_is_wrong_and_where_the_help_is(
+    args: list[str], usage: str, problem: str
+) -> None:
+    done = cli(*args)
+
+    assert done.exit_code == 2
+    assert done.stdout == ""
+    [shown_usage, shown_problem, pointer] = done.stderr.splitlines()  # never the whole help
+    assert shown_usage == f"Usage: {usage}"
+    assert shown_problem.startswith(problem), shown_problem
+    assert pointer == f"Try '{usage.split(' [')[0]} --help' for help."
