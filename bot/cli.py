@@ -140,9 +140,10 @@ def _settings(ctx: click.Context) -> Settings:
     if path is None:
         # A copy whose logs end a few minutes ago, so `logs checkout ERROR since=2h` finds what README says.
         path = prepare_sample(SAMPLE_CONFIG, VERSION)
-        redated = f"; its logs re-dated to end now, in {path.parent}" if path != SAMPLE_CONFIG else ""
+        # Where the copy lives is docs/terminal.md's to say: it is not what the person asked about.
+        redated = ", its logs re-dated to end now" if path != SAMPLE_CONFIG else ""
         echo(
-            f"Using the bundled sample environment ({SAMPLE_CONFIG}{redated}); set OPSBOT_CONFIG for yours.",
+            f"Using the bundled sample environment ({SAMPLE_CONFIG}){redated}; set OPSBOT_CONFIG for yours.",
             err=True,
             fg="bright_black",
         )
@@ -180,7 +181,13 @@ def chat(ctx: click.Context, thread: str, plain: bool) -> None:
 @main.command()
 @click.argument("question")
 @click.option("--thread", default="cli:default", show_default=True, help="Conversation to continue.")
-@click.option("--json", "as_json", is_flag=True, help="Print text, stop reason, checked, steps and usage as JSON.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print JSON: a question's text, stop reason, checked, steps and usage; a direct command's text and "
+    "whole result.",
+)
 @click.pass_context
 def ask(ctx: click.Context, question: str, thread: str, as_json: bool) -> None:
     """Ask one question (or run one direct command) and print the answer."""
@@ -193,7 +200,7 @@ def ask(ctx: click.Context, question: str, thread: str, as_json: bool) -> None:
     decision = decide(settings.policy, question, can_ask=agent.model is not None)
     if not isinstance(decision, Question):
         output = run_command(agent, decision, thread, TERMINAL_USER)
-        echo(json.dumps({"text": output.text, "ok": output.ok}) if as_json else output.text)
+        echo(json.dumps(output.as_json()) if as_json else output.text)
         ctx.exit(0 if output.ok else 1)
     if as_json:
         # Nothing streams: stdout is one JSON document (`checked` says whether tools backed the answer).

@@ -19,17 +19,19 @@ checkout?" is a question, and so is "logs show 502s" when there is no service ca
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict
 
 from ..config.policy import Policy, Principal
-from ..tools.base import ErrorType, ToolResult
+from ..tools.base import ErrorType, Tool, ToolResult
 from ..tools.commands import ApprovalRequest
 from ..tools.executor import ToolCall
 from ..tools.logs import Level, misspelling_of, parse_level
@@ -39,12 +41,12 @@ from .faults import Fault
 from .memory import MemoryUnavailable, ThreadBusy
 
 USAGE = """Direct commands (no model needed):
-  services                         what can be looked at: services, commands, config files
+  services                         what can be looked at: services, commands, config roots
   logs <service> [level] [text]    newest log lines; level: DEBUG, INFO, WARN, ERROR (or WARNING,
                                    ERR, FATAL, E ...), the minimum shown; a near miss is refused;
                                    options: since=15m until=2h limit=20 regex=RE (ISO-8601 times too)
   run <command> [name=value ...]   run an allowlisted diagnostic command with its parameters
-  config <root>[/path] [key.path]  a config root's files, one file, or one value of it
+  config <root> [file] [key.path] a config root's files, one file, or one value of it
   runbook list | runbook show <id> the reviewed runbooks, and one runbook's parameters and steps
   runbook run <id> [name=value ...] run one (in Slack, where its approvals can be given)
   reset                            forget this thread's conversation
@@ -52,15 +54,34 @@ USAGE = """Direct commands (no model needed):
 Anything else is a question for the model."""
 
 NAMES = ("services", "logs", "run", "config", "runbook", "reset", "help")
+HELP_POINTER = "(`help` lists the direct commands.)"
 LOG_OPTIONS = ("since", "until", "limit", "regex")
 
 
 @dataclass(frozen=True)
 class CommandOutput:
+    """A direct command's answer: `text` for people; the tool's whole result, when a tool gave it."""
+
     text: str
     ok: bool
-    approval: ApprovalRequest | None = None  # a write command waiting for a person
+    tool: str | None = None
+    result: ToolResult | None = None
     fault: Fault | None = None  # Redis failed: `text` says it in full, a Slack channel is told plainly
+
+    @property
+    def approval(self) -> ApprovalRequest | None:
+        """A write command waiting for a person."""
+        error = self.result.error if self.result else None
+        if self.result is None or error is None or error.type is not ErrorType.needs_approval:
+            return None
+        return ApprovalRequest.model_validate(self.result.data)
+
+    def as_json(self) -> dict[str, object]:
+        """For `--json`: the text, and the tool's result with all its fields for a program to read."""
+        shown: dict[str, object] = {"text": self.text, "ok": self.ok}
+        if self.result is not None:
+            shown |= {"tool": self.tool, "result": self.result.model_dump(mode="json", exclude_none=True)}
+        return shown
 
 
 class Builtin(StrEnum):
@@ -142,16 +163,15 @@ def run_command(agent: Agent, parsed: DirectCommand, thread: str, principal: Pri
             ok=False,
         )
     if isinstance(parsed, NotACommand):
-        return CommandOutput(f"{parsed.why}\n\n{USAGE}", ok=False)
+        return CommandOutput(f"{parsed.why}\n{HELP_POINTER}", ok=False)
     if parsed == Builtin.help:
         return CommandOutput(USAGE, ok=True)
     if parsed == Builtin.reset:
         return _reset(agent, thread)
     assert isinstance(parsed, ToolCall)
     result = agent.executor.run_one(parsed, principal).result
-    error = result.error
-    approval = ApprovalRequest.model_validate(result.data) if error and error.type is ErrorType.needs_approval else None
-    return CommandOutput(render_result(result, principal), ok=result.ok, approval=approval)
+    tool = agent.executor.registry.get(parsed.name)
+    return CommandOutput(render_result(result, principal, tool), ok=result.ok, tool=parsed.name, result=result)
 
 
 def _reset(agent: Agent, thread: str) -> CommandOutput:
@@ -203,13 +223,27 @@ def _tool_call(policy: Policy, name: str, args: list[str]) -> ToolCall | NotACom
         return ToolCall("direct", "run_command", json.dumps(call))
     if name == "runbook":
         return _runbook_call(policy, args)
-    # A root name cannot contain "/", so `checkout/app.yaml` is unambiguously a root and a path in it.
-    root, _, path = args[0].partition("/") if args else ("", "", "")
-    if len(args) not in (1, 2) or root not in policy.config_files:
-        return NotACommand(
-            name=name, why=_unknown("config <root>[/path] [key.path]", "config root", args, policy.config_files)
-        )
-    read = {"name": root, **({"path": path} if path else {}), **({"key": args[1]} if len(args) == 2 else {})}
+    return _config_call(policy, args)
+
+
+def _config_call(policy: Policy, args: list[str]) -> ToolCall | NotACommand:
+    """`config <root>`, `config <root> <file> [key]` (or `<root>/<file>`), `config <root> <key>` for
+    a root that is a single file. A root name cannot contain "/", so `checkout/app.yaml` is
+    unambiguously a root and a path in it."""
+    usage = "config <root> [file] [key.path]"
+    name, _, path = args[0].partition("/") if args else ("", "", "")
+    root = policy.config_files.get(name)
+    if root is None:
+        return NotACommand(name="config", why=_unknown(usage, "config root", args, policy.config_files))
+    # After a directory root comes a file in it, then a key; after a single-file root, a key of
+    # that file (its own name may come first). Only the root's own path is looked at, never inside it.
+    words, directory = args[1:], os.path.isdir(root.path)  # False, not an error, when it cannot be looked at
+    file = path or (words.pop(0) if words and (directory or words[0] == root.path.name) else None)
+    if len(words) > 1:
+        takes = "a file in it, then one key path" if directory else f"one key path of {root.path.name}"
+        return NotACommand(name="config", why=f"Usage: {usage}; config root {name} takes {takes}.")
+    key = words[0] if words else None
+    read = {"name": name, **({"path": file} if file else {}), **({"key": key} if key else {})}
     return ToolCall("direct", "read_config", json.dumps(read))
 
 
@@ -252,15 +286,15 @@ def _unknown(usage: str, kind: str, args: list[str], known: Iterable[str]) -> st
     return f"{given}Usage: {usage}; known {kind}s: {', '.join(sorted(known)) or 'none'}."
 
 
-def render_result(result: ToolResult, principal: Principal | None = None) -> str:
-    """A tool result for people: the data as text, or the error with what a person can do next.
-    Tools' hints are written for the model ("tell the user ..."); a person reading a direct
-    command's answer gets `_next_step` instead."""
+def render_result(result: ToolResult, principal: Principal | None = None, tool: Tool[Any] | None = None) -> str:
+    """A tool result for people: the data as `tool` shows it (its own `show`, else as plain text),
+    or the error with what a person can do next. Tools' hints are written for the model ("tell
+    the user ..."); a person reading a direct command's answer gets `_next_step` instead."""
     if result.error is not None:
         step = _next_step(result, principal)
         hint = f"\n  {step}" if step else ""
-        return f"✗ {result.error.type.value}: {result.error.message}{hint}"
-    text = _as_text(result.data)
+        return f"✗ {result.error.type.value.replace('_', ' ')}: {result.error.message}{hint}"
+    text = tool.show(result.data) if tool is not None and tool.show is not None else _as_text(result.data)
     return f"{text}\n({result.truncated})" if result.truncated else text
 
 
@@ -277,18 +311,23 @@ def _next_step(result: ToolResult, principal: Principal | None) -> str:
             f"`{command}` changes things, so it needs a person's approval: in Slack, or in `opsbot chat` "
             "for an approver the policy names."
         )
-    if error.type is ErrorType.denied:
+    # What is left of a model-facing hint once the parts addressed to the model are gone, in the
+    # words a person types.
+    parts = [part.strip() for part in (error.hint or "").split(";")]
+    kept = "; ".join(part for part in parts if part and not part.lower().startswith(_MODEL_FACING))
+    for call, command in _AS_TYPED.items():
+        kept = kept.replace(call, command)
+    if error.type is ErrorType.denied and not kept:  # a refusal by the policy, whose hint was all for the model
         return (
             "The reason above says who may; ask one of them to do it, or whoever maintains opsbot's policy "
             "to give you access."
         )
-    # What is left of a model-facing hint once the parts addressed to the model are gone.
-    parts = [part.strip() for part in (error.hint or "").split(";")]
-    kept = [part for part in parts if part and not part.lower().startswith(_MODEL_FACING)]
-    return "; ".join(kept)
+    return kept
 
 
 _MODEL_FACING = ("tell the user", "do not ", "don't ")
+# Tools' hints name the call that would help; a person types the direct command instead.
+_AS_TYPED = {"read_config without path": "`config <root>`"}
 
 
 def _as_text(data: object) -> str:

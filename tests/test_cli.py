@@ -505,3 +505,129 @@ def test_a_usage_error_is_the_usage_line_what_is_wrong_and_where_the_help_is(
     assert shown_usage == f"Usage: {usage}"
     assert shown_problem.startswith(problem), shown_problem
     assert pointer == f"Try '{usage.split(' [')[0]} --help' for help."
+
+
+# ---------------------------------------------------------------- direct commands, for people
+
+SAMPLE_CONFIGS = SAMPLE_CONFIG.parent / "configs"
+
+
+def ask_sample(command: str, *options: str) -> Result:
+    return cli("--config", str(SAMPLE_CONFIG), "ask", command, *options)
+
+
+@pytest.mark.parametrize(
+    "command, shown",
+    [
+        ("config checkout checkout.yaml", (SAMPLE_CONFIGS / "checkout.yaml").read_text()),
+        ("config checkout/checkout.yaml", (SAMPLE_CONFIGS / "checkout.yaml").read_text()),
+        ("config checkout checkout.yaml http.port", "8080\n"),
+        ("config checkout checkout.yaml upstreams.payments.url", "https://payments.internal:8443\n"),
+        ("config checkout checkout.yaml feature_flags", "one_click_checkout: true\n"),
+        ("config payments", (SAMPLE_CONFIGS / "payments.yaml").read_text()),
+        ("config payments payments.yaml", (SAMPLE_CONFIGS / "payments.yaml").read_text()),
+        ("config payments db.primary.pool_size", "5\n"),
+        ("config payments payments.yaml db.primary.host", "pg-primary.internal\n"),
+    ],
+)
+def test_config_reads_the_file_or_the_value_named(command: str, shown: str) -> None:
+    done = ask_sample(command)
+    assert done.exit_code == 0, done.output
+    assert done.stdout == shown
+
+
+def test_config_with_only_a_root_lists_what_is_there() -> None:
+    done = ask_sample("config checkout")
+    assert done.exit_code == 0, done.output
+    assert done.stdout.splitlines() == [
+        "checkout.yaml",
+        "withheld:",
+        "  checkout-tls.pem: never read (matches '*.pem')",
+        "  checkout.env: never read (matches '*.env')",
+    ]
+
+
+@pytest.mark.parametrize(
+    "command, refusal",
+    [
+        ("config checkout ../opsbot.yaml", "✗ denied: '..' is not allowed in a path"),
+        ("config checkout /etc/passwd", "✗ denied: absolute and home paths are not accepted"),
+        ("config checkout/../../opsbot.yaml", "✗ denied: '..' is not allowed in a path"),
+        ("config checkout checkout.env", "✗ denied: 'checkout.env' is never read: it matches '*.env'"),
+        ("config checkout nope.yaml", "✗ not found: config root 'checkout' has no readable file 'nope.yaml'"),
+        ("config checkout checkout.yaml nope", "✗ not found: 'checkout.yaml' has no key 'nope'"),
+        ("config nope", "There is no config root 'nope'. Usage: config <root> [file] [key.path]; known config roots"),
+        ("config payments db extra", "Usage: config <root> [file] [key.path]; config root payments takes one key"),
+        ("config checkout a b c", "Usage: config <root> [file] [key.path]; config root checkout takes a file in it"),
+    ],
+)
+def test_config_refusals_are_a_line_with_what_to_do_and_exit_1(command: str, refusal: str) -> None:
+    done = ask_sample(command)
+
+    assert done.exit_code == 1
+    [said, *next_step] = done.stdout.splitlines()
+    assert said.startswith(refusal), said
+    assert len(next_step) <= 1  # what to do next, never the whole list of direct commands
+    for model_words in ("read_config", "tell the user", "The reason above says who may"):
+        assert model_words not in done.stdout
+
+
+# What query_logs gives the model beside the lines, and where it read them: the host's business.
+LOG_FIELDS = ("service:", "summary:", "matches:", "complete:", "shown:", "lines:", "files:", "checkout.log")
+
+
+@pytest.mark.parametrize(
+    "command, first, absent",
+    [
+        ("services", "services:", ("config_files", "name:", "about:")),
+        ("logs checkout ERROR", "38 matching lines (newest last); read 24 KB of 1 file", LOG_FIELDS),
+        ("logs checkout nothing-like-this", "no matching lines; read 24 KB of 1 file", LOG_FIELDS),
+        ("run uptime", None, ("command:", "argv", "exit_code", "output:", "/usr/bin")),
+        ("config checkout", "checkout.yaml", ("name:", "path:", "files:", "format:")),
+        ("config payments db.primary.pool_size", "5", ("value:", "key:", "format:")),
+        ("runbook list", "config-drift: check payments' database pool against its reviewed size (20)", ("runbooks:",)),
+        (
+            "runbook show config-drift",
+            "check payments' database pool against its reviewed size (20)",
+            ("name: config",),
+        ),
+    ],
+)
+def test_direct_commands_print_what_a_person_needs_without_fields_or_host_paths(
+    tmp_path: Path, command: str, first: str | None, absent: tuple[str, ...]
+) -> None:
+    cache = tmp_path / "cache"
+    done = cli("ask", command, XDG_CACHE_HOME=str(cache))  # the re-dated sample, as a first start renders it
+
+    assert done.exit_code == 0, done.output
+    if first is not None:
+        assert done.stdout.splitlines()[0] == first
+    for field in absent:
+        assert field not in done.stdout, field
+    assert str(cache) not in done.output and (cache / "opsbot" / "sample").is_dir()
+
+
+def test_services_names_each_kind_once(tmp_path: Path) -> None:
+    done = ask_sample("services")
+    titles = [line for line in done.stdout.splitlines() if not line.startswith("  ")]
+    assert titles == ["services:", "commands:", "config roots:"]
+
+
+def test_a_failing_command_says_its_exit_code_under_its_output(tmp_path: Path, shop: Path) -> None:
+    done = cli("--config", str(shop), "ask", "run listing")
+    assert done.exit_code == 0, done.output  # the command ran; what it printed says why it failed
+    lines = done.stdout.splitlines()
+    assert "/nonexistent-opsbot-dir" in lines[0] and lines[-1] == "(exit code 2)"
+
+
+def test_json_keeps_the_tools_whole_result(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    done = cli("ask", "--json", "logs checkout ERROR", XDG_CACHE_HOME=str(cache))
+
+    assert done.exit_code == 0, done.output
+    shown = json.loads(done.stdout)
+    assert shown["ok"] is True and shown["tool"] == "query_logs"
+    assert shown["text"].startswith("38 matching lines")
+    data = shown["result"]["data"]
+    assert data["service"] == "checkout" and data["matches"] == 38 and data["shown"] == 38
+    assert [Path(f).name for f in data["files"]] == ["checkout.log"] and str(cache) in data["files"][0]

@@ -27,6 +27,15 @@ from tests.fakes.model_server import Reply
         ("run uptime", "run_command", {"command": "uptime"}),
         ("config payments", "read_config", {"name": "payments"}),
         ("config payments db.primary.pool_size", "read_config", {"name": "payments", "key": "db.primary.pool_size"}),
+        # After a directory root, a file in it (then a key); a single-file root's own name may come first.
+        ("config checkout checkout.yaml", "read_config", {"name": "checkout", "path": "checkout.yaml"}),
+        ("config checkout/checkout.yaml", "read_config", {"name": "checkout", "path": "checkout.yaml"}),
+        (
+            "config checkout checkout.yaml http.port",
+            "read_config",
+            {"name": "checkout", "path": "checkout.yaml", "key": "http.port"},
+        ),
+        ("config payments payments.yaml", "read_config", {"name": "payments", "path": "payments.yaml"}),
         ("runbook list", "list_runbooks", {}),
         ("runbook show disk-filling", "read_runbook", {"name": "disk-filling"}),
     ],
@@ -63,6 +72,7 @@ def test_questions_are_not_commands(sample: Settings, text):
         "config isn't loading",
         "config nginx",
         "config payments db extra",
+        "config checkout checkout.yaml http.port extra",
     ],
 )
 def test_text_that_only_starts_like_a_command_is_not_one(sample: Settings, text):

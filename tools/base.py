@@ -178,6 +178,10 @@ class Tool(Generic[ArgsT]):
     # What a successful call found, in a few words for a person watching the steps ("exit 0,
     # 3 lines"); it is given the result's (redacted) data. Without it a step says "ok".
     summarize: Callable[[Any], str] | None = None
+    # The whole of a successful call's data for a person who asked for it by name (a direct
+    # command): what they need, in their words, without the fields the model needs or the
+    # asking repeated. Without it the data is shown field by field.
+    show: Callable[[Any], str] | None = None
 
     def schema(self) -> dict[str, Any]:
         """The chat-completions `tools=` entry, generated from the argument model."""

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from ..config.policy import Access, Command, Policy, Principal, check_values
 from .base import ErrorType, Tool, ToolResult
-from .runner import WORKING_DIRECTORY, Sandbox, as_tool_result, brief, run, which
+from .runner import WORKING_DIRECTORY, Sandbox, as_tool_result, brief, run, shown, which
 
 ParamValue = StrictStr | StrictInt
 
@@ -158,6 +158,7 @@ def run_command_tool(policy: Policy) -> Tool[RunCommandArgs]:
         args_model=RunCommandArgs,
         run=run_one,
         summarize=brief,
+        show=shown,
         timeout_s=max((spec.timeout_s for spec in policy.commands.values()), default=0) + _REAP_GRACE_S,
     )
 

@@ -7,13 +7,15 @@ machinery, where a write waits for a person's approval.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..config.policy import Policy, Principal, Runbook
 from .base import Tool, ToolResult
-from .services import NoArgs
+from .services import NoArgs, shown_entries
 from .text import plural
 
 
@@ -35,6 +37,7 @@ def list_runbooks_tool(policy: Policy) -> Tool[NoArgs]:
         args_model=NoArgs,
         run=run,
         summarize=lambda data: plural(len(data["runbooks"]), "runbook"),
+        show=lambda data: shown_entries(data["runbooks"]),
     )
 
 
@@ -54,7 +57,16 @@ def read_runbook_tool(policy: Policy) -> Tool[ReadRunbookArgs]:
         args_model=ReadRunbookArgs,
         run=run,
         summarize=lambda data: f"{data.get('name', 'runbook')}: {plural(len(data.get('steps', [])), 'step')}",
+        show=_show,
     )
+
+
+def _show(data: dict[str, Any]) -> str:
+    """A runbook for a person who named it: what it is for, what it takes, its steps as written."""
+    params = [{"name": p["name"], "about": p["accepts"]} for p in data["params"]]
+    takes = f"params:\n{shown_entries(params, indent='  ')}" if params else "params: none"
+    steps = yaml.safe_dump(data["steps"], sort_keys=False, allow_unicode=True, width=100).rstrip("\n")
+    return "\n".join([data["about"], takes, "steps:", textwrap.indent(steps, "  ")])
 
 
 def sorted_runbooks(policy: Policy) -> list[Runbook]:

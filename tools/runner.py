@@ -162,6 +162,18 @@ def brief(data: Mapping[str, Any]) -> str:
     return f"exit {data.get('exit_code')}, {plural(lines, 'line')}{cut}"
 
 
+def shown(data: Mapping[str, Any]) -> str:
+    """`as_tool_result`'s data for a person: the output as the command printed it, then the exit
+    code when it is not 0 and what was cut (the argv is the policy's; the person named the command)."""
+    output = str(data.get("output", "")).rstrip("\n")
+    lines = [output if output.strip() else "(no output)"]
+    if data.get("exit_code") != 0:
+        lines.append(f"(exit code {data.get('exit_code')})")
+    if data.get("note"):
+        lines.append(f"({data['note']})")
+    return "\n".join(lines)
+
+
 def _seconds(value: float | None) -> str:
     return "?" if value is None else f"{value:g}s"
 

@@ -38,6 +38,7 @@ def list_services_tool(policy: Policy) -> Tool[NoArgs]:
         args_model=NoArgs,
         run=run,
         summarize=_brief,
+        show=_show,
     )
 
 
@@ -46,3 +47,13 @@ def _brief(data: dict[str, list[Any]]) -> str:
         f"{plural(len(data['services']), 'service')}, {plural(len(data['commands']), 'command')}, "
         f"{plural(len(data['config_files']), 'config root')}"
     )
+
+
+def _show(data: dict[str, list[dict[str, str]]]) -> str:
+    sections = (("services", "services"), ("commands", "commands"), ("config_files", "config roots"))
+    return "\n".join(f"{title}:\n{shown_entries(data[key], indent='  ')}" for key, title in sections)
+
+
+def shown_entries(entries: list[dict[str, str]], indent: str = "") -> str:
+    """Named entries (as `_entries` makes them) for a person: one `name: about` line each."""
+    return "\n".join(f"{indent}{entry['name']}: {entry['about']}" for entry in entries) or f"{indent}(none)"

@@ -213,3 +213,14 @@ def key_value(node: Any, parts: list[str], tries: list[int]) -> Any:
             return found
         deepest = found
     return deepest
+
+
+def shown_value(value: Any) -> str:
+    """A value found by key, for a person: text as it is, a number or a flag as the file would
+    spell it (5, true, null), a mapping or a list as YAML lines."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict | list):
+        listed: str = yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=100)
+        return listed.rstrip("\n")
+    return json.dumps(value)

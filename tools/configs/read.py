@@ -40,7 +40,7 @@ from .confined import (
     resolve,
     walk,
 )
-from .formats import MAX_KEY_TRIES, Miss, Unparsable, document, format_of, key_value
+from .formats import MAX_KEY_TRIES, Miss, Unparsable, document, format_of, key_value, shown_value
 
 NEARBY = 20
 
@@ -77,6 +77,7 @@ def read_config_tool(policy: Policy) -> Tool[ReadConfigArgs]:
         args_model=ReadConfigArgs,
         run=run,
         summarize=brief,
+        show=show,
     )
 
 
@@ -90,6 +91,20 @@ def brief(data: dict[str, Any]) -> str:
     if "key" in data:
         return f"{where}: key {data['key']} found"
     return f"{where}: {data.get('format', 'text')}, {plural(len(str(data.get('content', '')).splitlines()), 'line')}"
+
+
+def show(data: dict[str, Any]) -> str:
+    """For a person who named the root: a listing's files and what is withheld, a file's text, or
+    a key's value alone (the root, the path and the format are what they typed)."""
+    if "files" in data:
+        lines = list(data["files"]) or ["(no file here can be read)"]
+        withheld = data.get("withheld", {})
+        if withheld:
+            lines += ["withheld:", *(f"  {name}: {why}" for name, why in withheld.items())]
+        return "\n".join([*lines, *([f"({data['more']})"] if "more" in data else [])])
+    if "key" in data:
+        return shown_value(data["value"])
+    return str(data["content"]).rstrip("\n")
 
 
 # ---------------------------------------------------------------- the request

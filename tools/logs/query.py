@@ -64,12 +64,21 @@ def query_logs_tool(policy: Policy, journalctl: str | None = None) -> Tool[Query
         run=run,
         timeout_s=_tool_timeout(policy),
         summarize=brief,
+        show=show,
     )
 
 
 def brief(data: dict[str, Any]) -> str:
     """The summary's count clause: "37 matching lines, showing the last 20" (_summary writes it first)."""
     return str(data["summary"]).split(";", 1)[0].replace(" (newest last)", "")
+
+
+def show(data: dict[str, Any]) -> str:
+    """The result for a person: the summary and its notes, then the lines (newest last). The
+    service is the one they named; the counts are in the summary; where the lines were read is
+    the policy's business (`--json` has it all)."""
+    head = [str(data["summary"]), *(f"note: {note}" for note in data.get("notes", []))]
+    return "\n".join([*head, data["lines"]] if data["lines"] else head)
 
 
 def _tool_timeout(policy: Policy) -> float | None:
