@@ -18,7 +18,6 @@ from click.testing import CliRunner, Result
 
 from opsbot.bot.agent.prompts import CUT_ANSWER, UNCHECKED
 from opsbot.bot.cli import main
-from opsbot.bot.terminal import THINKING_NOTE
 from opsbot.config.settings import SAMPLE_CONFIG
 from tests.fakes.model_server import Call, ModelServer, Reply, script, tool_results
 
@@ -304,7 +303,7 @@ def test_ask_json_says_whether_the_answer_was_checked_and_streams_nothing(tmp_pa
     assert reply["usage"]["first_token_ms"] is not None
 
 
-def test_thinking_without_its_opening_tag_is_called_thinking_and_the_answer_printed_once(
+def test_thinking_without_its_opening_tag_is_never_printed_and_the_answer_is_printed_once(
     tmp_path: Path, with_model: Any
 ) -> None:
     thinking = "The user asks about checkout.\nMaybe payments?\n</think>"
@@ -314,7 +313,7 @@ def test_thinking_without_its_opening_tag_is_called_thinking_and_the_answer_prin
 
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert out.index("The user asks about checkout.") < out.index(THINKING_NOTE) < out.index("Payments times out.")
+    assert "The user asks about checkout." not in out + done.stderr and "Maybe payments?" not in out + done.stderr
     assert out.count("Payments times out.") == 1 and out.count("Restart it.") == 1, out
     assert "opsbot> Payments times out.\nRestart it.\n" in out
 

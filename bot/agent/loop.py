@@ -243,6 +243,7 @@ class _Run:
         continued), or none (nudged once while tools are on offer)."""
         # Tool calls on a step without tools are not run; what came with them is only a preamble.
         answer = "" if turn.tool_calls else turn.content.strip()
+        preamble = self._preamble(turn, len(self.steps) + 1)
         decision = (
             StepDecision.tool_calls_ignored
             if turn.tool_calls
@@ -257,13 +258,14 @@ class _Run:
             self.notes.append((len(turn_blocks), Block(messages=[Message.assistant(self.partial), continue_note()])))
             return _AskAgain(stop)
         answer = self._joined(answer, turn.content, turn.cut)
+        step = Step(n=len(self.steps) + 1, decision=decision, preamble=preamble, **_tokens(turn))
         # A nudge only while tools are on offer: on a last, tool-less step the reply says why it stopped.
         if not answer and not self.nudged_empty and stop is None:
             self.nudged_empty = True
             self.notes.append((len(turn_blocks), Block(messages=[nudge_empty()])))
-            self._record(Step(n=len(self.steps) + 1, decision=decision, **_tokens(turn)), [], turn)
+            self._record(step, [], turn)
             return _AskAgain()
-        self._record(Step(n=len(self.steps) + 1, decision=decision, **_tokens(turn)), [], turn)
+        self._record(step, [], turn)
         if not answer:
             found = findings_text(self.outcomes)
             return _Finished(self.reply(stopped_text(stop, self.steps, found), stop or StopReason.no_answer))
@@ -313,6 +315,7 @@ class _Run:
         """Run a step's calls and add its block to the turn; the model is asked again, without
         tools when the loop must stop. A note this step issues goes right after this step's block."""
         agent, step_n = self.agent, len(self.steps) + 1
+        preamble = self._preamble(turn, step_n)
         calls = [ToolCall(c.id, c.name, c.arguments) for c in turn.tool_calls]
         if turn.cut:
             # The output limit cut the reply: the last call's arguments are incomplete, and none runs.
@@ -346,10 +349,20 @@ class _Run:
         records = [_call_record(o, agent.registry) for o in outcomes]
         if refusal is not None:
             note = "; ".join(n for n in (refusal.note(outcomes), note) if n)
-        self._record(
-            Step(n=step_n, decision=StepDecision.tool_calls, calls=records, note=note, **_tokens(turn)), outcomes, turn
+        step = Step(
+            n=step_n, decision=StepDecision.tool_calls, calls=records, note=note, preamble=preamble, **_tokens(turn)
         )
+        self._record(step, outcomes, turn)
         return _AskAgain(stop)
+
+    def _preamble(self, turn: ModelTurn, step_n: int) -> str | None:
+        """What the model wrote beside its tool calls, redacted: decided here, once, to be part of the
+        step (shown with it by every front end, before its calls run), never the answer."""
+        text = redact_text(turn.content.strip()) if turn.tool_calls else ""
+        if not text:
+            return None
+        self.progress.on_preamble(step_n, text)
+        return text
 
     def _outcomes(self, step_n: int, calls: list[ToolCall], guard: LoopGuard, budget: CallBudget) -> _StepOutcomes:
         """One outcome per call, in order, and what the budget refused, if anything.
@@ -448,6 +461,7 @@ class _Run:
             calls=[c.model_dump(mode="json") for c in step.calls],
             results=[o.result.render() for o in outcomes],
             note=step.note,
+            preamble=step.preamble,
             prompt_tokens=step.prompt_tokens,
             completion_tokens=step.completion_tokens,
             model_ms=step.model_ms,

@@ -65,7 +65,17 @@ class Step(BaseModel):
     completion_tokens: int = 0
     model_ms: float = 0.0
     first_token_ms: float | None = Field(default=None, description="when the reply was streamed")
-    note: str | None = None
+    note: str | None = Field(default=None, description="what the loop said of the step (a nudge, tools withdrawn)")
+    preamble: str | None = Field(
+        default=None,
+        description="what the model wrote beside the step's tool calls (redacted): part of the step, shown "
+        "with it, never part of the answer",
+    )
+
+    @property
+    def wrote_answer(self) -> bool:
+        """Whether what the model wrote in this step is (part of) the answer, rather than a preamble."""
+        return self.decision in (StepDecision.answer, StepDecision.answer_cut)
 
 
 class Reply(BaseModel):
@@ -103,9 +113,14 @@ class Progress:
     def on_step(self, step: Step) -> None:
         """A step is finished."""
 
+    def on_preamble(self, step: int, text: str) -> None:
+        """What the model wrote beside this step's tool calls (redacted), before they run: part of
+        the step (its `preamble`), never the answer. What `on_answer_text` gave in this step was it."""
+
     def on_answer_text(self, step: int, text: str) -> None:
-        """More of the answer as the model writes it: whole lines, redacted (a preview: the
-        Reply's text is the answer)."""
+        """More of what the model writes, as it writes it: whole lines, redacted. A preview: it is
+        the answer only if the step's record says so (`Step.wrote_answer`); the Reply's text is the
+        answer."""
 
     def on_answer_reset(self, step: int) -> None:
         """What `on_answer_text` gave in this step was not the answer after all (thinking)."""

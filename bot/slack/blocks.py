@@ -28,6 +28,7 @@ APPROVE = "opsbot_approve"
 DENY = "opsbot_deny"
 FEEDBACK = "opsbot_feedback"
 ANSWER_EVENT = "opsbot_answer"
+STEPS_EVENT = "opsbot_steps"
 
 # Slack's limits: 3000 characters per section text, 12000 for markdown blocks in one message
 # (and for the markdown text of one stream call).
@@ -63,6 +64,11 @@ def status_text(tool: str, args: Any) -> str:
         return template.format(**{k: str(v) for k, v in values.items()}) + "…"
     except KeyError:
         return f"using {tool}…"
+
+
+def preamble_lines(text: str | None) -> list[str]:
+    """What the model wrote beside a step's calls (`Step.preamble`), as the step's first lines."""
+    return [escape(line) for line in (text or "").splitlines()]
 
 
 def step_lines(step: Step) -> list[str]:

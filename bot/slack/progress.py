@@ -16,7 +16,8 @@ still being written waits for the next append or the stop.
 A stream only grows. Text that streamed as the answer and was not (thinking the model wrote
 without its opening tag, a preview the final answer does not begin with) cannot be taken back
 while it streams, so once the stream is stopped the message is rewritten as the steps and the
-answer alone.
+answer alone. What the model wrote beside a tool call streams too, before it is known to be that
+step's preamble; it stays, just above the step's line, as the step's own first line.
 """
 
 from __future__ import annotations
@@ -37,11 +38,13 @@ from ..agent.answer_stream import AnswerPreview
 from . import posting
 from .blocks import (
     MARKDOWN_CHARS,
+    STEPS_EVENT,
     THINKING_NOTE,
     answer_blocks,
     answer_footer,
     context_line,
     escape,
+    preamble_lines,
     status_text,
     step_lines,
     steps_message,
@@ -93,22 +96,14 @@ class SlackProgress(Progress):
         self.status(status_text(tool, args))
 
     def on_step(self, step: Step) -> None:
-        new = step_lines(step)
-        self.lines.extend(new)
-        # Answer text still waiting goes first; with no step lines it waits for the next append or the stop.
-        # Tool calls end what the model wrote before them, so all of it goes; otherwise the answer
-        # may go on (a cut answer continues), so its last word waits.
-        lines = "".join(f"{line}\n" for line in new)
-        shown = (
-            bool(new)
-            and self.stream_wanted
-            and self._append(self._then(self._unsent(whole_words=not step.calls), lines))
-        )
-        if step.calls:
-            # What the model wrote before calling tools stays, as said; the answer is still to come.
+        said, new = preamble_lines(step.preamble), step_lines(step)
+        self.lines += [*said, *new]
+        shown = bool(said or new) and self.stream_wanted and self._append(self._streamed_step(step, said, new))
+        if not step.wrote_answer:
+            # What the model wrote in this step was its preamble, shown with the step; the answer is still to come.
             self.preview.clear()
             self.sent = 0
-        if new and not shown:
+        if (said or new) and not shown:
             self._show_steps(done=False)
 
     def on_answer_text(self, step: int, text: str) -> None:
@@ -160,6 +155,18 @@ class SlackProgress(Progress):
             )
         finally:
             self.status("")
+
+    def _streamed_step(self, step: Step, said: list[str], new: list[str]) -> str:
+        """What the stream gets for a step: the text still waiting, then the step's lines. A
+        preamble that streamed goes on to its end; one that did not goes as the step's first lines.
+        (Answer text without step lines waits for the next append or the stop, its last word kept
+        back: a cut answer continues.)"""
+        if not said and not new:
+            return ""
+        lead = self._unsent(whole_words=step.wrote_answer)
+        if said and not self.preview.text:
+            lead = self._then("", "".join(f"{line}\n" for line in said))
+        return self._then(lead, "".join(f"{line}\n" for line in new))
 
     def _unsent(self, whole_words: bool = True) -> str:
         """The answer text not yet streamed, as markdown, now counted as streamed: up to its last
@@ -252,7 +259,7 @@ class SlackProgress(Progress):
                     thread_ts=self.thread_ts,
                     text=text,
                     blocks=blocks,
-                    metadata=marker(self.job.id, "opsbot_steps"),
+                    metadata=marker(self.job.id, STEPS_EVENT),
                 )
                 self.steps_ts = str(response["ts"])
             else:

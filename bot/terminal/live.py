@@ -24,7 +24,7 @@ from ...tools.inert import inert
 from ..agent import Progress, Step
 from ..agent.answer_stream import AnswerPreview
 from .screen import say
-from .steps import call_line, call_style, started_line
+from .steps import PREAMBLE_STYLE, call_line, call_style, preamble_lines, started_line
 
 REFRESH_PER_SECOND = 8
 # Screen lines the live area leaves free: the step lines above it stay in view.
@@ -78,11 +78,18 @@ class LiveProgress(Progress):
         tool_activity = Activity(started_line(step, tool, args), self.clock())
         self.activities = {**running, f"{step}:{len(running)}": tool_activity}
 
+    def on_preamble(self, step: int, text: str) -> None:
+        # What streamed was this preamble: printed above the live area, with the step's lines.
+        self.preview.drop(step)
+        self.text = self.preview.text
+        for line in preamble_lines(text):
+            say(self.console, line, PREAMBLE_STYLE)
+
     def on_step(self, step: Step) -> None:
         self.activities = {}
-        if step.calls:
-            self.preview.clear()  # what streamed came before tool calls: not the answer
-            self.text = ""
+        if not step.wrote_answer:
+            self.preview.drop(step.n)  # what streamed in this step was not the answer
+            self.text = self.preview.text
         for call in step.calls:
             say(self.console, f"  {call_line(step.n, call)}", call_style(call))
         if step.note:

@@ -1,7 +1,11 @@
-"""The plain view: a line per step, the answer's lines as the model writes them, nothing redrawn.
+"""The plain view: a line per step, the answer's lines once the loop says they are the answer,
+nothing redrawn.
 
 What `opsbot ask` prints, and `opsbot chat` when its output is not a terminal or with --plain: a
-line once printed stays, so it can be piped, logged or read by a screen reader."""
+line once printed stays, so it can be piped, logged or read by a screen reader. So what the model
+writes is held until its step is recorded: a reply that calls tools was the step's preamble, shown
+with the step's lines; only a reply the loop took as the answer is printed as the answer (stdout
+stays the answer alone); thinking is never printed."""
 
 from __future__ import annotations
 
@@ -12,29 +16,35 @@ from rich.console import Console
 from ..agent import Progress, Step
 from ..agent.answer_stream import AnswerPreview
 from .screen import say
-from .steps import call_line, call_style, started_line
-
-THINKING_NOTE = "  (the lines above were the model's thinking, not its answer)"
+from .steps import PREAMBLE_STYLE, call_line, call_style, preamble_lines, started_line
 
 
 class PlainProgress(Progress):
-    """Each step as one line on `steps`; the answer's lines on `answer` as the model writes them."""
+    """Each step as lines on `steps`; the answer on `answer`, a model reply at a time."""
 
     def __init__(self, steps: Console, answer: Console, prompt: str = "", style: str | None = None) -> None:
         self.steps = steps
         self.answer = answer
         self.prompt = prompt
         self.style = style
-        self.preview = AnswerPreview()
-        self.mid_line = False  # the answer's last streamed line is not finished
+        self.held = AnswerPreview()  # what the model is writing, until its step says what it was
+        self.preview = AnswerPreview()  # what was printed of the answer
+        self.mid_line = False  # the answer's last printed line is not finished
+
+    def on_preamble(self, step: int, text: str) -> None:
+        self.held.drop(step)
+        self._end_line()
+        for line in preamble_lines(text):
+            say(self.steps, line, PREAMBLE_STYLE)
 
     def on_tool_start(self, step: int, tool: str, args: Any) -> None:
         self._end_line()
         say(self.steps, f"  … {started_line(step, tool, args)}", "bright_black")
 
     def on_step(self, step: Step) -> None:
-        if step.calls:
-            self.preview.clear()
+        written = self.held.drop(step.n)
+        if step.wrote_answer and written:
+            self._print(step.n, written)
         if step.calls or step.note:
             self._end_line()  # only then: a cut answer's continuation goes on on the same line
         for call in step.calls:
@@ -43,19 +53,13 @@ class PlainProgress(Progress):
             say(self.steps, f"  ! {step.note}", "yellow")
 
     def on_answer_text(self, step: int, text: str) -> None:
-        if not self.preview.text:
-            say(self.answer, self.prompt, self.style, end="")
-        say(self.answer, text, self.style, end="")
-        self.preview.add(step, text)
-        self.mid_line = not text.endswith("\n")
+        self.held.add(step, text)
 
     def on_answer_reset(self, step: int) -> None:
-        if self.preview.drop(step):
-            self._end_line()
-            say(self.answer, THINKING_NOTE, "bright_black")
+        self.held.drop(step)  # it was thinking: never printed
 
     def finish(self, answer: str, style: str | None) -> None:
-        """Print what `answer` adds to what streamed of it; all of it when none of it streamed."""
+        """Print what `answer` adds to what was printed of it; all of it when none of it was."""
         # Printed lines cannot be taken back: a continuation that lost its space is still the answer.
         rest = self.preview.rest(answer) if self.preview.text else None
         if rest is None:
@@ -65,8 +69,15 @@ class PlainProgress(Progress):
             say(self.answer, rest, style)
         self.mid_line = False
 
+    def _print(self, step: int, text: str) -> None:
+        if not self.preview.text:
+            say(self.answer, self.prompt, self.style, end="")
+        say(self.answer, text, self.style, end="")
+        self.preview.add(step, text)
+        self.mid_line = not text.endswith("\n")
+
     def _end_line(self) -> None:
-        """Finish a streamed line before anything else is printed, on either stream."""
+        """Finish a printed answer line before anything else is printed, on either stream."""
         if self.mid_line:
             say(self.answer, "")
             self.mid_line = False

@@ -8,6 +8,14 @@ from typing import Any
 from ...tools.base import CallStatus
 from ..agent import CallRecord
 
+# The model's own words about a step, set apart from opsbot's lines about it.
+PREAMBLE_STYLE = "italic"
+
+
+def preamble_lines(text: str) -> list[str]:
+    """What the model wrote beside a step's calls (`Step.preamble`), as the step's first lines."""
+    return [f"  {line}".rstrip() for line in text.splitlines()]
+
 
 def shown_args(args: Any) -> str:
     if isinstance(args, dict):
