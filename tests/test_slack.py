@@ -324,7 +324,9 @@ def test_ops_where_opsbot_cannot_post_answers_privately_and_says_why(make_stack)
     assert stack.slack.wait_for(lambda: len(stack.slack.responses("private")) >= 2, 10)
     notice, answer = stack.slack.responses("private")
     assert "cannot post in this channel" in notice["text"] and "/invite @opsbot" in notice["text"]
-    assert answer["text"] == "answer to is checkout ok?" and answer["response_type"] == "ephemeral"
+    assert answer["response_type"] == "ephemeral"
+    assert [b["text"] for b in blocks_of(answer, "markdown")] == ["answer to is checkout ok?"]
+    assert answer["text"].startswith("answer to is checkout ok?\n("), "its notification text: the answer, then the run"
 
 
 def test_a_replayed_slash_command_runs_once(make_stack) -> None:

@@ -8,11 +8,16 @@ syntax and makes everything else plain (links to unlisted hosts included), whate
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
+import re
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
 from ...tools.base import CallStatus
+from ...tools.inert import inert
 from ...tools.redact import redact_text
 from ...tools.text import cut_middle
 from ..agent import Reply, Step
@@ -20,7 +25,7 @@ from ..agent.prompts import UNCHECKED
 from ..alerts import Alert
 from ..approvals import Pending
 from .alert_groups import GroupView, Member
-from .outside import own
+from .outside import Outside, own
 
 Block = dict[str, Any]
 
@@ -30,10 +35,18 @@ FEEDBACK = "opsbot_feedback"
 ANSWER_EVENT = "opsbot_answer"
 STEPS_EVENT = "opsbot_steps"
 
-# Slack's limits: 3000 characters per section text, 12000 for markdown blocks in one message
-# (and for the markdown text of one stream call).
+# Slack's limits (Block Kit reference, chat.postMessage): 3,000 characters a section text; 12,000
+# for the markdown blocks of one message, and for the markdown text of one stream call; a message's
+# `text` past 40,000 is cut. Answer text is measured as it is sent (`_shown_chars`), with 1,000 to
+# spare below 12,000 for links to listed hosts, which keep their whole URL.
 _SECTION_CHARS = 2900
 MARKDOWN_CHARS = 11_000
+# An answer needing more messages than this is attached as a file instead, its beginning shown in
+# its message (HEAD_CHARS): Slack takes about a post a second in a channel, and a thread of twenty
+# messages is no way to read one answer.
+ANSWER_MESSAGES = 4
+HEAD_CHARS = 3_000
+ANSWER_PART_EVENT = "opsbot_answer_part"  # a message of an answer too long for one, but its last
 
 # Said in a stream when the text streamed as the answer was the model's thinking (it is taken out
 # of the message when the answer is complete).
@@ -107,8 +120,70 @@ def context_line(reply: Reply) -> str:
     )
 
 
-def answer_blocks(reply: Reply, answer_id: str) -> list[Block]:
-    return [{"type": "markdown", "text": _cut(escape(reply.text), MARKDOWN_CHARS)}, *answer_footer(reply, answer_id)]
+class Attachment(NamedTuple):
+    """An answer too long for messages, as a file in its thread; found again by its name."""
+
+    name: str
+    title: str
+    content: str
+
+
+class AnswerMessages(NamedTuple):
+    """An answer as it is posted: its messages in order, the last its own (its footer and marker),
+    and, for an answer too long for them, the file holding all of it (shared before the last).
+    `key` tells this answer's messages from those of another run of the same job."""
+
+    messages: list[Content]
+    key: str
+    attachment: Attachment | None = None
+
+
+def answer_messages(reply: Reply, answer_id: str) -> AnswerMessages:
+    """`reply` in one message if it fits, else in up to ANSWER_MESSAGES, else attached as a file.
+    Nothing is left out unsaid: every message says which part it is, or what the file holds."""
+    key = hashlib.sha256(reply.text.encode()).hexdigest()[:10]
+    pieces = list(itertools.islice(_pieces(reply.text, MARKDOWN_CHARS), ANSWER_MESSAGES + 1))
+    if len(pieces) <= 1:
+        blocks = [_markdown(reply.text), *answer_footer(reply, answer_id)]
+        return AnswerMessages([Content(_fallback(reply.text, reply), blocks)], key)
+    if len(pieces) <= ANSWER_MESSAGES:
+        count = len(pieces)
+        going_on = [f"Part {n} of {count} of this answer: it goes on below." for n in range(1, count)]
+        parts = [
+            Content(escape(piece), [_markdown(piece), _context(note)])
+            for piece, note in zip(pieces[:-1], going_on, strict=True)
+        ]
+        last = [_markdown(pieces[-1]), _context(f"Part {count} of {count}."), *answer_footer(reply, answer_id)]
+        return AnswerMessages([*parts, Content(_fallback(pieces[-1], reply), last)], key)
+    name = f"opsbot-answer-{re.sub(r'[^A-Za-z0-9_-]', '-', answer_id)}-{key}.txt"
+    # Inert, as every text opsbot shows: a file may well be read with `cat` in a terminal.
+    attachment = Attachment(name, f"opsbot's answer ({len(reply.text):,} characters)", inert(reply.text))
+    head = next(_pieces(reply.text, HEAD_CHARS))
+    note = (
+        f"This answer is {len(reply.text):,} characters long, more than {ANSWER_MESSAGES} messages hold: "
+        f"all of it is in the file {name} above; its first {len(head):,} characters are shown here."
+    )
+    return AnswerMessages([_head_message(reply, answer_id, head, note)], key, attachment)
+
+
+def unattached_message(reply: Reply, answer_id: str, why: str) -> Content:
+    """The message of an answer too long for messages whose file could not be shared: its beginning, and why."""
+    head = next(_pieces(reply.text, HEAD_CHARS))
+    note = (
+        f"This answer is {len(reply.text):,} characters long; only its first {len(head):,} are shown here: "
+        f"the whole of it could not be attached as a file ({why})."
+    )
+    return _head_message(reply, answer_id, head, note)
+
+
+def _head_message(reply: Reply, answer_id: str, head: str, note: str) -> Content:
+    blocks = [_markdown(head), _context(escape(note)), *answer_footer(reply, answer_id)]
+    return Content(_fallback(head, reply), blocks)
+
+
+def _fallback(text: str, reply: Reply) -> str:
+    """A message's plain text, for notifications: its part of the answer, and what the run took."""
+    return escape(f"{text}\n({context_line(reply)})")
 
 
 def answer_footer(reply: Reply, answer_id: str) -> list[Block]:
@@ -257,6 +332,91 @@ def step_blocks(text: str, output: str, max_chars: int) -> list[Block]:
     if output:
         blocks.append(section(f"```{cut_middle(escape(output), max_chars).text}```"))
     return blocks
+
+
+# Text as outbound.py sends it with no listed link domain: every link shown as where it points,
+# which is as long as it gets but for a listed link's query string.
+_PLAIN = Outside()
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+# What a piece keeps free for the fence that closes a code block cut in two.
+_FENCE_ROOM = 40
+
+
+def _shown_chars(text: str) -> int:
+    """How long `text` is in a Slack payload: escaped here, then made plain on the way out."""
+    escaped = escape(text)
+    return max(len(escaped), len(_PLAIN.text(escaped)))
+
+
+def _pieces(text: str, chars: int) -> Iterator[str]:
+    """`text` in order, in pieces each `chars` or shorter in a payload (`_shown_chars`): cut at line
+    ends, a line too long for one piece at spaces, a word too long anywhere. A code block cut in two
+    is closed at the end of one piece and opened again at the start of the next, so both show it as
+    code. Joined, the pieces are `text` but for those fences."""
+    piece, size, fence = "", 0, ""  # `fence`: the opening line of the code block `piece` is in
+    for line in _units(text, chars - 2 * _FENCE_ROOM):
+        length = _shown_chars(line)
+        if piece and size + length > chars - _FENCE_ROOM:
+            yield _closed(piece, fence)
+            piece = f"{fence}\n" if fence else ""
+            size = len(piece)
+        piece, size = piece + line, size + length
+        fence = _fence_after(line, fence)
+    if piece or not text:
+        yield piece
+
+
+def _units(text: str, chars: int) -> Iterator[str]:
+    """`text` in the units it is cut between: its lines, each with its line end; the words of one
+    too long for `chars`, and runs of characters of a word too long."""
+    for line in text.splitlines(keepends=True):
+        if _shown_chars(line) <= chars:
+            yield line
+            continue
+        for word in re.findall(r"\S+\s*|\s+", line):
+            yield from [word] if _shown_chars(word) <= chars else _cut_word(word, chars)
+
+
+def _cut_word(word: str, chars: int) -> list[str]:
+    """`word` in runs of characters that each fit `chars`."""
+    runs = []
+    while _shown_chars(word) > chars:
+        end = len(word)
+        while _shown_chars(word[:end]) > chars:
+            end = max(1, end * chars // _shown_chars(word[:end]) - 1)
+        runs.append(word[:end])
+        word = word[end:]
+    return [*runs, word]
+
+
+def _fence_after(line: str, fence: str) -> str:
+    """The code block open after `line`, given the one open before it ("" for none)."""
+    marker = _marker(line)
+    if not marker:
+        return fence
+    if not fence:
+        return line.rstrip("\n")[:_FENCE_ROOM]
+    opened = _marker(fence)
+    closes = line.strip() == marker and marker[0] == opened[0] and len(marker) >= len(opened)
+    return "" if closes else fence
+
+
+def _marker(line: str) -> str:
+    """The fence a line opens or closes a code block with (```, ~~~), or ""."""
+    match = _FENCE.match(line)
+    return match.group(1) if match else ""
+
+
+def _closed(piece: str, fence: str) -> str:
+    """`piece`, with the code block it ends in closed."""
+    if not fence:
+        return piece
+    ended = piece if piece.endswith("\n") else piece + "\n"
+    return f"{ended}{_marker(fence)}\n"
+
+
+def _markdown(text: str) -> Block:
+    return {"type": "markdown", "text": escape(text)}
 
 
 def button(text: str, action_id: str, value: str) -> Block:

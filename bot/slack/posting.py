@@ -9,6 +9,9 @@ a window that outlasts the client's timeout before it posts again, and a look th
 again. Only when no look succeeds for the whole window is the message posted regardless, with a
 warning: a possible duplicate (marked, so later looks find it) rather than a lost answer.
 
+A file (a long answer, attached) is shared the same way: it carries no metadata, so a look finds
+it by its name, which names its job and its answer (`upload_once`).
+
 429s are the client's: its `RateLimitErrorRetryHandler` waits `Retry-After` and retries. One that
 outlasts those retries is a refusal like any other error Slack answers with: Slack did nothing, so
 the message is posted again after a pause, without looking.
@@ -27,9 +30,9 @@ from typing import Any, NamedTuple
 from urllib.error import URLError
 
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackRequestError
 
-from .blocks import ANSWER_EVENT, Block
+from .blocks import ANSWER_EVENT, Attachment, Block
 
 log = logging.getLogger("opsbot.slack")
 
@@ -105,24 +108,21 @@ class _Fate(enum.Enum):
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Marked:
-    """Where the marked message goes, and how it is recognised there."""
+class _Once:
+    """Something to be sent exactly once: how one attempt sends it, how a look finds it if it
+    arrived, and what and where it is (for the logs)."""
 
     client: WebClient
-    channel: str
-    thread_ts: str | None
-    job_id: str
-    kind: str
-
-    @property
-    def where(self) -> str:
-        return self.thread_ts or self.channel
+    what: str
+    where: str
+    send: Callable[[], _Tried]
+    find: Callable[[], Looked]
 
 
 @dataclass(frozen=True)
 class _Tried:
-    """One call of chat.postMessage: the ts when it was posted, else the error and whether the
-    message may have been posted all the same."""
+    """One attempt: what identifies the sent thing (a message's ts, a file's id) when it was sent,
+    else the error and whether it may have been sent all the same."""
 
     ts: str | None
     error: str = ""
@@ -154,52 +154,118 @@ def post_once(
     That earlier attempt is taken to be over, so one look that succeeds settles it. An earlier
     attempt that may still land (a stream stop with no answer) gives instead `may_land_from`, the
     pacing clock's time it started: the looks then go on over its window, as after a post."""
-    pacing = pacing or PACING
-    target = _Marked(client=client, channel=channel, thread_ts=thread_ts, job_id=job_id, kind=kind)
+    once = _Once(
+        client=client,
+        what=job_id,
+        where=thread_ts or channel,
+        send=lambda: _try_post(client, channel, thread_ts, marker(job_id, kind), text, blocks),
+        find=lambda: find_marked(client, channel, thread_ts, job_id, kind),
+    )
+    return _send_once(once, attempts, check_first, pacing or PACING, may_land_from)
+
+
+def upload_once(
+    client: WebClient,
+    channel: str,
+    thread_ts: str | None,
+    file: Attachment,
+    attempts: int = 4,
+    check_first: bool = False,
+    pacing: Pacing | None = None,
+) -> str:
+    """Share `file` in the thread exactly once, as `post_once` posts a message (a file carries no
+    metadata: its name is what a look finds it by); its id. Raises `PostFailed` as `post_once` does."""
+    once = _Once(
+        client=client,
+        what=file.name,
+        where=thread_ts or channel,
+        send=lambda: _try_upload(client, channel, thread_ts, file),
+        find=lambda: find_file(client, channel, thread_ts, file.name),
+    )
+    return _send_once(once, attempts, check_first, pacing or PACING)
+
+
+def _send_once(
+    once: _Once, attempts: int, check_first: bool, pacing: Pacing, may_land_from: float | None = None
+) -> str:
+    """`post_once`'s attempts and looks, for whatever `once` sends."""
+    window = pacing.window(once.client)
     if check_first or may_land_from is not None:
-        settled = -math.inf if may_land_from is None else may_land_from + pacing.window(client)
-        until = max(settled, pacing.clock() + pacing.window(client))
-        earlier = _look(target, pacing, until=until, counts_from=settled)
+        settled = -math.inf if may_land_from is None else may_land_from + window
+        until = max(settled, pacing.clock() + window)
+        earlier = _look(once, pacing, until=until, counts_from=settled)
         if isinstance(earlier, str):
             return earlier
         if earlier is _Fate.UNKNOWN:
-            _warn_blind(target, pacing, "an earlier post")
+            _warn_blind(once, pacing, "an earlier post")
     error = "not tried"
     pauses = pacing.pauses()
     for attempt in range(1, attempts + 1):
         started = pacing.clock()
-        tried = _try_post(target, text, blocks)
+        tried = once.send()
         if tried.ts is not None:
             return tried.ts
         error = tried.error
-        log.warning("posting %s to %s failed (%s), attempt %d of %d", job_id, target.where, error, attempt, attempts)
+        log.warning("posting %s to %s failed (%s), attempt %d of %d", once.what, once.where, error, attempt, attempts)
         if not tried.unknown:
             if attempt < attempts:
                 pacing.sleep(next(pauses))
             continue
-        settled = started + pacing.window(client)
-        fate = _look(target, pacing, until=settled, counts_from=settled)
+        settled = started + window
+        fate = _look(once, pacing, until=settled, counts_from=settled)
         if isinstance(fate, str):
             return fate
         if fate is _Fate.UNKNOWN:
             if attempt == attempts:
                 error = f"{error}; whether it arrived is unknown"
             else:
-                _warn_blind(target, pacing, "the last attempt")
+                _warn_blind(once, pacing, "the last attempt")
     raise PostFailed(error)
 
 
-def _try_post(target: _Marked, text: str, blocks: list[Block] | None) -> _Tried:
-    try:
-        response = target.client.chat_postMessage(
-            channel=target.channel,
-            thread_ts=target.thread_ts,
+def _try_post(
+    client: WebClient,
+    channel: str,
+    thread_ts: str | None,
+    metadata: dict[str, Any],
+    text: str,
+    blocks: list[Block] | None,
+) -> _Tried:
+    def post() -> str:
+        response = client.chat_postMessage(
+            channel=channel,
+            thread_ts=thread_ts,
             text=text,
             blocks=blocks,
-            metadata=marker(target.job_id, target.kind),
+            metadata=metadata,
             unfurl_links=False,
             unfurl_media=False,
         )
+        return str(response["ts"])
+
+    return _attempt(post)
+
+
+def _try_upload(client: WebClient, channel: str, thread_ts: str | None, file: Attachment) -> _Tried:
+    def upload() -> str:
+        # files.getUploadURLExternal, the bytes to the URL it gives, files.completeUploadExternal:
+        # only the last shares the file, so only its failure leaves the outcome unknown.
+        response = client.files_upload_v2(
+            channel=channel, thread_ts=thread_ts, filename=file.name, title=file.title, content=file.content
+        )
+        return str(response["file"]["id"])
+
+    try:
+        return _attempt(upload)
+    except SlackRequestError as exc:  # the bytes were refused: nothing was shared
+        return _Tried(None, str(exc))
+
+
+def _attempt(send: Callable[[], str]) -> _Tried:
+    """One attempt of `send`, whose result identifies what it sent; raises `PostFailed` for an
+    error that trying again cannot cure."""
+    try:
+        return _Tried(send())
     except SlackApiError as exc:
         error = str(exc.response.get("error") or exc.response.status_code)
         if error in _FINAL:
@@ -207,7 +273,6 @@ def _try_post(target: _Marked, text: str, blocks: list[Block] | None) -> _Tried:
         return _Tried(None, error, unknown=may_have_landed(exc))
     except _UNANSWERED as exc:
         return _Tried(None, str(exc) or type(exc).__name__, unknown=True)
-    return _Tried(str(response["ts"]))
 
 
 def may_have_landed(exc: Exception) -> bool:
@@ -217,15 +282,15 @@ def may_have_landed(exc: Exception) -> bool:
     return isinstance(exc, _UNANSWERED)
 
 
-def _look(target: _Marked, pacing: Pacing, until: float, counts_from: float) -> str | _Fate:
-    """Look for the marked message, again after each pause, until a look settles its fate or
+def _look(once: _Once, pacing: Pacing, until: float, counts_from: float) -> str | _Fate:
+    """Look for what `once` sends, again after each pause, until a look settles its fate or
     `until` passes. Finding it settles it (its ts); finding nothing settles it only for a look
     that started at `counts_from` or later, when the post can no longer land (`ABSENT`). A look
     that fails is tried again; `UNKNOWN` when no look settled it by `until`."""
     pauses = pacing.pauses()
     while True:
         started = pacing.clock()
-        looked = find_marked(target.client, target.channel, target.thread_ts, target.job_id, target.kind)
+        looked = once.find()
         if looked.ts is not None:
             return looked.ts
         if looked.checked and started >= counts_from:
@@ -237,14 +302,14 @@ def _look(target: _Marked, pacing: Pacing, until: float, counts_from: float) -> 
         pacing.sleep(min(next(pauses), left))
 
 
-def _warn_blind(target: _Marked, pacing: Pacing, what: str) -> None:
+def _warn_blind(once: _Once, pacing: Pacing, what: str) -> None:
     log.warning(
         "could not learn whether %s of %s arrived in %s (no look succeeded for %.0f s); posting it anyway "
         "rather than lose it: it is marked, so a later look finds it, but it may show twice",
         what,
-        target.job_id,
-        target.where,
-        pacing.window(target.client),
+        once.what,
+        once.where,
+        pacing.window(once.client),
     )
 
 
@@ -271,7 +336,8 @@ def post_or_log(
 
 
 class Looked(NamedTuple):
-    """A look for a marked message: whether Slack could be asked, and the message's ts if found."""
+    """A look for a marked message (a named file): whether Slack could be asked, and the message's
+    ts (the file's id) if found."""
 
     checked: bool
     ts: str | None
@@ -280,6 +346,30 @@ class Looked(NamedTuple):
 def find_marked(client: WebClient, channel: str, thread_ts: str | None, job_id: str, kind: str) -> Looked:
     """Whether Slack could be asked, and the ts of a message carrying `job_id`'s marker: in the
     thread, or among the channel's newest messages for a post that starts a thread."""
+    messages = _read(client, channel, thread_ts)
+    if messages is None:
+        return Looked(checked=False, ts=None)
+    for message in messages:
+        metadata = message.get("metadata") or {}
+        if metadata.get("event_type") == kind and (metadata.get("event_payload") or {}).get("job") == job_id:
+            return Looked(checked=True, ts=str(message["ts"]))
+    return Looked(checked=True, ts=None)
+
+
+def find_file(client: WebClient, channel: str, thread_ts: str | None, name: str) -> Looked:
+    """Whether Slack could be asked, and the id of a file named `name` shared where `find_marked` looks."""
+    messages = _read(client, channel, thread_ts)
+    if messages is None:
+        return Looked(checked=False, ts=None)
+    for message in messages:
+        for file in message.get("files") or []:
+            if file.get("name") == name:
+                return Looked(checked=True, ts=str(file["id"]))
+    return Looked(checked=True, ts=None)
+
+
+def _read(client: WebClient, channel: str, thread_ts: str | None) -> list[dict[str, Any]] | None:
+    """The thread's messages, or the channel's newest; None when Slack could not be asked."""
     try:
         if thread_ts is None:
             response = client.conversations_history(channel=channel, limit=100, include_all_metadata=True)
@@ -289,12 +379,8 @@ def find_marked(client: WebClient, channel: str, thread_ts: str | None, job_id: 
             )
     except (SlackApiError, *_UNANSWERED) as exc:
         log.warning("cannot check %s for an earlier post: %s", thread_ts or channel, exc)
-        return Looked(checked=False, ts=None)
-    for message in response.get("messages") or []:
-        metadata = message.get("metadata") or {}
-        if metadata.get("event_type") == kind and (metadata.get("event_payload") or {}).get("job") == job_id:
-            return Looked(checked=True, ts=str(message["ts"]))
-    return Looked(checked=True, ts=None)
+        return None
+    return list(response.get("messages") or [])
 
 
 def tell(client: WebClient, channel: str, user: str, text: str, thread_ts: str | None = None) -> None:

@@ -18,6 +18,9 @@ without its opening tag, a preview the final answer does not begin with) cannot 
 while it streams, so once the stream is stopped the message is rewritten as the steps and the
 answer alone. What the model wrote beside a tool call streams too, before it is known to be that
 step's preamble; it stays, just above the step's line, as the step's own first line.
+
+An answer too long for one message (blocks.py `answer_messages`) is posted in messages of its
+own, in order, or attached as a file: a stream then ends as the steps message.
 """
 
 from __future__ import annotations
@@ -37,20 +40,23 @@ from ..agent import Progress, Reply, Step
 from ..agent.answer_stream import AnswerPreview
 from . import posting
 from .blocks import (
+    ANSWER_PART_EVENT,
     MARKDOWN_CHARS,
     STEPS_EVENT,
     THINKING_NOTE,
-    answer_blocks,
+    AnswerMessages,
+    Content,
     answer_footer,
-    context_line,
+    answer_messages,
     escape,
     preamble_lines,
     status_text,
     step_lines,
     steps_message,
+    unattached_message,
 )
 from .jobs import Job
-from .posting import marker, may_have_landed, post_once
+from .posting import PostFailed, marker, may_have_landed, post_once, upload_once
 
 log = logging.getLogger("opsbot.slack")
 
@@ -132,13 +138,18 @@ class SlackProgress(Progress):
             log.info("thread status unavailable (%s); steps are shown as messages only", _error(exc))
 
     def finish(self, reply: Reply) -> str:
-        """Give the answer exactly once; its ts. Raises `PostFailed` when Slack refuses it for good."""
+        """Give the answer exactly once; the ts of its (last) message. Raises `PostFailed` when
+        Slack refuses it for good."""
         try:
             if self.steps_ts is not None:
                 self._show_steps(done=True)
+            answer = answer_messages(reply, self.job.id)
+            if len(answer.messages) > 1 or answer.attachment is not None:
+                return self._post_long(reply, answer)
+            [message] = answer.messages
             stop_may_land = None
             if self.streamer is not None and self.streamer.ts is not None:
-                stopped = self._stop(reply, self.streamer)
+                stopped = self._stop(reply, message, self.streamer)
                 if stopped.done:
                     return self.streamer.ts
                 stop_may_land = stopped.may_land_from
@@ -148,13 +159,56 @@ class SlackProgress(Progress):
                 self.channel,
                 self.thread_ts,
                 self.job.id,
-                escape(_fallback(reply)),
-                answer_blocks(reply, self.job.id),
+                message.text,
+                message.blocks,
                 check_first=self.streamer is not None or self.job.resumed,
                 may_land_from=stop_may_land,
             )
         finally:
             self.status("")
+
+    def _post_long(self, reply: Reply, answer: AnswerMessages) -> str:
+        """An answer too long for one message: a stream ends as the steps message, then each
+        message goes in order, exactly once (a part is marked with the answer's key and its place),
+        the file before the last; a file Slack refuses is said so in the last."""
+        if self.streamer is not None and self.streamer.ts is not None:
+            self._end_as_steps(self.streamer)
+        earlier = self.job.resumed  # a run before a restart may have posted some of them
+        *parts, last = answer.messages
+        for n, part in enumerate(parts, 1):
+            marked = f"{self.job.id}:{answer.key}:{n}"
+            post_once(
+                self.client,
+                self.channel,
+                self.thread_ts,
+                marked,
+                part.text,
+                part.blocks,
+                kind=ANSWER_PART_EVENT,
+                check_first=earlier,
+            )
+        if answer.attachment is not None:
+            try:
+                upload_once(self.client, self.channel, self.thread_ts, answer.attachment, check_first=earlier)
+            except PostFailed as exc:
+                log.warning(
+                    "could not attach the answer to %s as a file (%s); its beginning is posted", self.job.id, exc
+                )
+                last = unattached_message(reply, self.job.id, exc.error)
+        return post_once(
+            self.client, self.channel, self.thread_ts, self.job.id, last.text, last.blocks, check_first=earlier
+        )
+
+    def _end_as_steps(self, streamer: ChatStream) -> None:
+        """Stop the stream as the steps message (the answer follows in messages of its own), and
+        take out the answer text that streamed into it."""
+        try:
+            streamer.stop(metadata=marker(self.job.id, STEPS_EVENT))
+            if self.preview.text:
+                text, blocks = steps_message(self.lines, done=True)
+                self.client.chat_update(channel=self.channel, ts=str(streamer.ts), text=text, blocks=blocks)
+        except _SLACK_FAILURES as exc:
+            log.warning("the steps message still shows what streamed of the answer (%s)", _error(exc))
 
     def _streamed_step(self, step: Step, said: list[str], new: list[str]) -> str:
         """What the stream gets for a step: the text still waiting, then the step's lines. A
@@ -209,37 +263,36 @@ class SlackProgress(Progress):
         self.stream_ends_line = text.endswith("\n")
         return True
 
-    def _stop(self, reply: Reply, streamer: ChatStream) -> _Stopped:
+    def _stop(self, reply: Reply, message: Content, streamer: ChatStream) -> _Stopped:
         """Complete the streamed message as the answer: whether it was, else (so it is posted) when
         the stop that failed started if it may land all the same.
 
         Slack renders the stop's blocks below the streamed text: when the answer streamed, what it
         still adds (a cut note) and the footer complete it; else the whole answer does."""
         rest = self.preview.rest(reply.text) if self.preview.text else None
-        fits = len(escape(reply.text)) <= MARKDOWN_CHARS
-        if rest is not None and fits:
+        if rest is not None:
             markdown, blocks = self._unsent(whole_words=False) + escape(rest), answer_footer(reply, self.job.id)
         else:
-            markdown, blocks = "", answer_blocks(reply, self.job.id)
+            markdown, blocks = "", message.blocks
         started = posting.PACING.clock()
         try:
             streamer.stop(markdown_text=markdown or None, blocks=blocks, metadata=marker(self.job.id))
         except _SLACK_FAILURES as exc:
             log.warning("could not complete the streamed answer (%s); posting it instead", _error(exc))
             return _Stopped(done=False, may_land_from=started if may_have_landed(exc) else None)
-        if self.misled or (self.preview.text and (rest is None or not fits)):
-            self._rewrite(reply, streamer)
+        if self.misled or (self.preview.text and rest is None):
+            self._rewrite(message, streamer)
         return _Stopped(done=True)
 
-    def _rewrite(self, reply: Reply, streamer: ChatStream) -> None:
+    def _rewrite(self, message: Content, streamer: ChatStream) -> None:
         """Make the stopped message the steps and the answer alone (see the module's docstring)."""
         steps = steps_message(self.lines, done=True).blocks if self.lines else []
         try:
             self.client.chat_update(
                 channel=self.channel,
                 ts=str(streamer.ts),
-                text=escape(_fallback(reply)),
-                blocks=[*steps, *answer_blocks(reply, self.job.id)],
+                text=message.text,
+                blocks=[*steps, *message.blocks],
                 metadata=marker(self.job.id),
             )
         except _SLACK_FAILURES as exc:
@@ -274,11 +327,6 @@ def _words_end(text: str) -> int:
         if text[index].isspace():
             return index + 1
     return 0
-
-
-def _fallback(reply: Reply) -> str:
-    """The message's plain text, for notifications."""
-    return f"{reply.text}\n({context_line(reply)})"
 
 
 def _error(exc: Exception) -> str:

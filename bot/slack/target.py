@@ -20,7 +20,7 @@ from slack_sdk.errors import SlackApiError
 from ...config.settings import SlackSettings
 from ...tools.redact import redact_text
 from ..agent import Progress, Reply
-from .blocks import ANSWER_EVENT, Block, answer_blocks, escape
+from .blocks import ANSWER_EVENT, Block, answer_messages, escape, unattached_message
 from .jobs import Job, ThreadRef
 from .outbound import GuardedWebhook
 from .posting import PostFailed, find_marked, post_once, tell
@@ -31,6 +31,7 @@ log = logging.getLogger("opsbot.slack")
 _SLACK_FAILURES = (PostFailed, SlackApiError, URLError, OSError)
 # The kind of a message that opens a thread of the channel for a person's request.
 _OPENS_THREAD = "opsbot_question"
+_NO_FILE = "a reply only you see cannot carry a file; ask where opsbot can post to get all of it"
 
 
 class Target(Protocol):
@@ -168,7 +169,11 @@ class ResponseUrlTarget:
 
     def answer(self, run: Callable[[Progress], Reply]) -> Reply:
         reply = run(Progress())
-        self.webhook.send(text=escape(reply.text), blocks=answer_blocks(reply, self.job.id), response_type="ephemeral")
+        answer = answer_messages(reply, self.job.id)
+        # A response_url takes five replies (ANSWER_MESSAGES is fewer), and a private reply no file.
+        messages = answer.messages if answer.attachment is None else [unattached_message(reply, self.job.id, _NO_FILE)]
+        for message in messages:
+            self.webhook.send(text=message.text, blocks=message.blocks, response_type="ephemeral")
         return reply
 
     def output(self, text: str, blocks: list[Block]) -> None:

@@ -101,8 +101,15 @@ class _ApiError(Exception):
 
 
 # Fields that carry JSON; form-encoded clients send them as JSON strings.
-_JSON_FIELDS = ("blocks", "attachments", "metadata", "chunks")
+_JSON_FIELDS = ("blocks", "attachments", "metadata", "chunks", "files")
 _STREAM_METHODS = frozenset({"chat.startStream", "chat.appendStream", "chat.stopStream"})
+# What Slack refuses (docs.slack.dev: chat.postMessage's `msg_too_long`; Block Kit's limits, each
+# `invalid_blocks`): a message's text past 40,000 characters, more than 50 blocks, a text object past
+# 3,000, markdown blocks past 12,000 together, a stream call's markdown past 12,000.
+TEXT_CHARS = 40_000
+MAX_BLOCKS = 50
+TEXT_OBJECT_CHARS = 3_000
+MARKDOWN_CHARS = 12_000
 # Kept on stored messages for tests, never shown through the API.
 _PRIVATE_KEYS = ("streaming", "visible_at")
 _DEFAULT_LIMIT = 1000
@@ -145,6 +152,33 @@ def _parse_args(query: str, raw: bytes, content_type: str) -> tuple[dict[str, An
             except json.JSONDecodeError:
                 pass  # left a string, which the method rejects as Slack would (invalid_blocks, ...)
     return args, None
+
+
+def _blocks_fit(blocks: list[Any]) -> bool:
+    """Whether Slack takes these blocks: 50 at most, each text object within its limit, the
+    markdown blocks within theirs together."""
+    markdown = [b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "markdown"]
+    objects = [t for b in blocks if isinstance(b, dict) for t in _text_objects(b)]
+    return (
+        len(blocks) <= MAX_BLOCKS
+        and sum(len(str(text)) for text in markdown) <= MARKDOWN_CHARS
+        and all(len(text) <= TEXT_OBJECT_CHARS for text in objects)
+    )
+
+
+def _text_objects(value: Any) -> list[str]:
+    """The text of every text object (`{"type": "mrkdwn" | "plain_text", "text": …}`) within `value`."""
+    if isinstance(value, list):
+        return [t for item in value for t in _text_objects(item)]
+    if not isinstance(value, dict):
+        return []
+    own = [str(value.get("text", ""))] if value.get("type") in ("mrkdwn", "plain_text") else []
+    return own + [t for key, item in value.items() if key != "text" or not own for t in _text_objects(item)]
+
+
+def _check_stream_text(args: dict[str, Any]) -> None:
+    if len(_stream_text(args)) > MARKDOWN_CHARS:
+        raise _ApiError("msg_too_long")
 
 
 def _public(message: Message, *, metadata: bool = True) -> Message:
@@ -206,6 +240,7 @@ class SlackApi:
         self._ephemerals: list[Message] = []
         self._statuses: dict[tuple[str, str], list[str]] = {}
         self._responses: dict[str, list[dict[str, Any]]] = {}
+        self._files: dict[str, dict[str, Any]] = {}  # id -> name, length, content (bytes once uploaded), shares
         self._failures: dict[str, list[_Failure | _Late]] = {}
         self._flaky: dict[str, _Flaky] = {}
         self._delays: dict[str, float] = {}
@@ -226,6 +261,8 @@ class SlackApi:
             "conversations.replies": self._conversations_replies,
             "conversations.history": self._conversations_history,
             "usergroups.list": self._usergroups_list,
+            "files.getUploadURLExternal": self._get_upload_url,
+            "files.completeUploadExternal": self._complete_upload,
         }
         self._http = _Server(("127.0.0.1", 0), self._handler_class())
         self._http.daemon_threads = True
@@ -376,6 +413,18 @@ class SlackApi:
         with self._lock:
             return copy.deepcopy(self._responses.get(key, []))
 
+    # Files (files_upload_v2: files.getUploadURLExternal, the bytes to its URL, files.completeUploadExternal).
+
+    def files(self, channel: str | None = None) -> list[dict[str, Any]]:
+        """Every file shared (in `channel`), in the order shared: id, name, title, its text, where."""
+        with self._lock:
+            shared = [
+                {**{k: v for k, v in f.items() if k != "content"}, "text": f["content"].decode(), **share}
+                for f in self._files.values()
+                for share in f["shares"]
+            ]
+        return [f for f in shared if channel is None or f["channel"] == channel]
+
     # The HTTP side.
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
@@ -398,6 +447,9 @@ class SlackApi:
                         args, parse_error = _parse_args(url.query, raw, headers.get("content-type", ""))
                         status, answer, extra = fake._api(url.path[len("/api/") :], args, headers, parse_error)
                         self._send(status, json.dumps(answer).encode(), "application/json; charset=utf-8", extra)
+                    elif url.path.startswith("/upload/"):
+                        status, text = fake._upload(url.path[len("/upload/") :], raw)
+                        self._send(status, text.encode(), "text/plain; charset=utf-8", {})
                     elif url.path.startswith("/respond/"):
                         status, text = fake._respond(url.path[len("/respond/") :], raw)
                         self._send(status, text.encode(), "text/plain; charset=utf-8", {})
@@ -505,6 +557,18 @@ class SlackApi:
         headers = {"Retry-After": str(failure.retry_after)} if failure.status == 429 else {}
         return failure.status, {"ok": False, "error": failure.error}, headers
 
+    def _upload(self, file_id: str, raw: bytes) -> tuple[int, str]:
+        """The bytes of a file, to the URL files.getUploadURLExternal gave (Slack answers "OK - <length>")."""
+        with self._changed:
+            file = self._files.get(file_id)
+            if file is None or file["content"] is not None:
+                return 404, "no such upload"
+            if len(raw) != file["length"]:
+                return 400, "length does not match"
+            file["content"] = raw
+            self._changed.notify_all()
+        return 200, f"OK - {len(raw)}"
+
     def _respond(self, key: str, raw: bytes) -> tuple[int, str]:
         try:
             body = json.loads(raw or b"{}")
@@ -559,8 +623,10 @@ class SlackApi:
     def _set_content(message: Message, args: dict[str, Any]) -> None:
         """Blocks, attachments and metadata from the call, all checked before any is set, as Slack checks them."""
         content: dict[str, Any] = {}
+        if len(str(args.get("text") or "")) > TEXT_CHARS:
+            raise _ApiError("msg_too_long")
         if "blocks" in args:
-            if not isinstance(args["blocks"], list):
+            if not isinstance(args["blocks"], list) or not _blocks_fit(args["blocks"]):
                 raise _ApiError("invalid_blocks")
             content["blocks"] = args["blocks"]
         if "attachments" in args:
@@ -632,6 +698,7 @@ class SlackApi:
 
     def _start_stream(self, args: dict[str, Any]) -> Answer:
         channel = self._channel(args)
+        _check_stream_text(args)
         message = self._bot_message(_stream_text(args), args.get("thread_ts"))
         message["streaming"] = True
         self._store(channel, message)
@@ -646,11 +713,13 @@ class SlackApi:
 
     def _append_stream(self, args: dict[str, Any]) -> Answer:
         channel, message = self._streaming(args)
+        _check_stream_text(args)
         message["text"] += _stream_text(args)
         return {"ok": True, "channel": channel, "ts": message["ts"]}
 
     def _stop_stream(self, args: dict[str, Any]) -> Answer:
         channel, message = self._streaming(args)
+        _check_stream_text(args)
         self._set_content(message, args)  # first: invalid blocks leave the stream open and its text unchanged
         message["text"] += _stream_text(args)
         message["streaming"] = False
@@ -704,6 +773,39 @@ class SlackApi:
         limit = int(args.get("limit") or _DEFAULT_LIMIT)
         newest = sorted(top, key=_ts_key, reverse=True)[:limit]
         return {"ok": True, "messages": [_public(m, metadata=with_metadata) for m in newest], "has_more": False}
+
+    def _get_upload_url(self, args: dict[str, Any]) -> Answer:
+        name, length = str(args.get("filename") or ""), str(args.get("length") or "")
+        if not name or not length.isdigit():
+            raise _ApiError("invalid_arguments")
+        file_id = f"F{len(self._files) + 1:08d}"
+        self._files[file_id] = {"id": file_id, "name": name, "length": int(length), "content": None, "shares": []}
+        url = f"http://127.0.0.1:{self._http.server_address[1]}/upload/{file_id}"
+        return {"ok": True, "upload_url": url, "file_id": file_id}
+
+    def _complete_upload(self, args: dict[str, Any]) -> Answer:
+        """Each file shares as a message of the bot's (in the thread), `files` naming it, as Slack's do."""
+        items = args.get("files")
+        if not isinstance(items, list) or not items:
+            raise _ApiError("invalid_arguments")
+        files = []
+        for item in items:
+            file = self._files.get(str(item.get("id")))
+            if file is None or file["content"] is None or file["shares"]:
+                raise _ApiError("file_not_found")
+            file["title"] = str(item.get("title") or file["name"])
+            files.append(file)
+        shown = [{"id": f["id"], "name": f["name"], "title": f["title"], "size": f["length"]} for f in files]
+        channel = args.get("channel_id")
+        if channel:
+            channel = self._channel(args, "channel_id")
+            thread_ts = args.get("thread_ts")
+            message = self._bot_message(str(args.get("initial_comment") or ""), thread_ts)
+            message.update(files=shown, upload=True)
+            self._store(channel, message)
+            for file in files:
+                file["shares"].append({"channel": channel, "thread_ts": thread_ts, "ts": message["ts"]})
+        return {"ok": True, "files": shown}
 
     def _usergroups_list(self, args: dict[str, Any]) -> Answer:
         with_users = _truthy(args.get("include_users"))
