@@ -341,7 +341,12 @@ class Settings(BaseSettings):
 def environment_problems(exc: ValidationError) -> list[str]:
     """What the environment set that `Settings` refused, one line each, named as it is set
     (OPSBOT_LOOP__MAX_STEPS, REDIS_URL) and worded as the file's problems are."""
-    return [f"environment: {_variable(problem.loc)}: {problem.message}" for problem in worded(Settings, exc.errors())]
+    return [_environment_line(_variable(problem.loc), problem.message) for problem in worded(Settings, exc.errors())]
+
+
+def _environment_line(variable: str, message: str) -> str:
+    # A message that names its variable itself (REDIS_URL's) is not given the name twice.
+    return f"environment: {message}" if message.startswith(f"{variable} ") else f"environment: {variable}: {message}"
 
 
 def _variable(loc: tuple[int | str, ...]) -> str:

@@ -128,6 +128,6 @@ def test_check_config_serve_and_the_terminal_say_it_the_same_way(tmp_path: Path)
         assert process.returncode == cases[name][2], (name, stderr)
         assert "Traceback" not in stderr, stderr
         said[name] = [line for line in stderr.splitlines() if "REDIS_URL" in line]
-    sentinel = "environment: REDIS_URL: REDIS_URL names no Sentinel service; "
+    sentinel = "environment: REDIS_URL names no Sentinel service; "
     assert said["check-config"] == said["serve"] == said["ask"]
     assert len(said["check-config"]) == 1 and said["check-config"][0].startswith(sentinel)

@@ -23,7 +23,7 @@ check or do next. Say plainly when you do not know."""
 
 DIRECT_COMMANDS_HINT = (
     "Direct commands work without the model: `services`, `logs <service> [level] [text] [since=15m]`, "
-    "`run <command> [name=value ...]`, `config <root>[/path] [key]`, `help`."
+    "`run <command> [name=value ...]`, `config <root> [file] [key]`, `help`."
 )
 
 
