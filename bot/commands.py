@@ -22,7 +22,7 @@ import json
 import os
 import shlex
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -31,10 +31,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from ..config.policy import Policy, Principal
-from ..tools.base import ErrorType, Tool, ToolResult
+from ..tools.base import ErrorType, ToolResult
 from ..tools.commands import ApprovalRequest
 from ..tools.executor import ToolCall
 from ..tools.logs import Level, misspelling_of, parse_level
+from ..tools.runner import shown
 from .agent import Agent
 from .agent.prompts import busy_text, memory_unavailable_text
 from .faults import Fault
@@ -171,7 +172,8 @@ def run_command(agent: Agent, parsed: DirectCommand, thread: str, principal: Pri
     assert isinstance(parsed, ToolCall)
     result = agent.executor.run_one(parsed, principal).result
     tool = agent.executor.registry.get(parsed.name)
-    return CommandOutput(render_result(result, principal, tool), ok=result.ok, tool=parsed.name, result=result)
+    show = tool.show if tool is not None else None
+    return CommandOutput(render_result(result, principal, show), ok=result.ok, tool=parsed.name, result=result)
 
 
 def _reset(agent: Agent, thread: str) -> CommandOutput:
@@ -286,16 +288,23 @@ def _unknown(usage: str, kind: str, args: list[str], known: Iterable[str]) -> st
     return f"{given}Usage: {usage}; known {kind}s: {', '.join(sorted(known)) or 'none'}."
 
 
-def render_result(result: ToolResult, principal: Principal | None = None, tool: Tool[Any] | None = None) -> str:
-    """A tool result for people: the data as `tool` shows it (its own `show`, else as plain text),
+def render_result(
+    result: ToolResult, principal: Principal | None = None, show: Callable[[Any], str] | None = None
+) -> str:
+    """A tool result for people: the data as its tool shows it (`show`, else as plain text),
     or the error with what a person can do next. Tools' hints are written for the model ("tell
     the user ..."); a person reading a direct command's answer gets `_next_step` instead."""
     if result.error is not None:
         step = _next_step(result, principal)
         hint = f"\n  {step}" if step else ""
         return f"✗ {result.error.type.value.replace('_', ' ')}: {result.error.message}{hint}"
-    text = tool.show(result.data) if tool is not None and tool.show is not None else _as_text(result.data)
+    text = show(result.data) if show is not None else _as_text(result.data)
     return f"{text}\n({result.truncated})" if result.truncated else text
+
+
+def render_approved(result: ToolResult) -> str:
+    """An approved write command's result, for people: its output as `run` shows it."""
+    return render_result(result, show=shown)
 
 
 def _next_step(result: ToolResult, principal: Principal | None) -> str:

@@ -48,6 +48,7 @@ def test_a_local_approver_approves_and_exactly_the_approved_argv_runs(tmp_path: 
     assert f"may approve: users {ME}" in out
     assert "approve and run it? [y/N]" in out
     assert out.count("would restart payments; this sample changes nothing") == 1
+    assert "exit_code" not in out and "command:" not in out, "the output shown as `run` shows it, no field names"
 
 
 def test_the_sample_as_it_ships_lets_its_local_user_see_the_approval_through() -> None:

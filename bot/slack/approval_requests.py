@@ -14,7 +14,7 @@ from slack_sdk import WebClient
 from ...config.policy import Principal
 from ..agent.prompts import approval_outcome
 from ..approvals import Approvals, Decision, HandBack, Pending, Verdict
-from ..commands import render_result
+from ..commands import render_approved
 from .blocks import approval_blocks, decision_blocks, escape, mention, output_blocks
 from .jobs import Job, ThreadRef
 from .posting import PostFailed, post_once, replace, tell
@@ -94,7 +94,7 @@ class ClickView:
                 text=escape(f"{command}: {outcome}"),
                 blocks=output_blocks(
                     f"{command} (approved by {decision.by})",
-                    render_result(result),
+                    render_approved(result),
                     result.ok,
                     self.requests.max_output_chars,
                 ),
@@ -128,7 +128,7 @@ class ThreadContinuations:
         if decision.verdict not in (Verdict.approved, Verdict.denied):
             return  # an expired request: nothing ran and nobody decided, so there is nothing to go on from
         approved = decision.verdict is Verdict.approved
-        shown = render_result(decision.result) if decision.result is not None else ""
+        shown = render_approved(decision.result) if decision.result is not None else ""
         self.continue_with(
             Job(
                 id=f"{pending.id}:continued",

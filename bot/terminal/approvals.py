@@ -21,7 +21,7 @@ from ...config.policy import Policy, Principal
 from ...tools.commands import ApprovalRequest
 from ..agent.prompts import approval_outcome
 from ..approvals import Approvals, Decision, HandBack, InProcessApprovalStore, Pending, Verdict, deciders_of
-from ..commands import render_result
+from ..commands import render_approved
 from ..telemetry.audit import Audit
 from .prompt import Prompter
 from .screen import say
@@ -74,7 +74,7 @@ class TerminalApprovals:
 
     def decided(self, decision: Decision) -> None:
         if decision.result is not None:
-            say(self.out, render_result(decision.result))
+            say(self.out, render_approved(decision.result))
         elif decision.verdict is Verdict.denied:
             say(self.out, "  denied: nothing was run.", "yellow")
         else:
@@ -91,7 +91,7 @@ class TerminalApprovals:
     def resume(self, pending: Pending, decision: Decision) -> None:
         if pending.command is None or decision.verdict not in (Verdict.approved, Verdict.denied):
             return
-        shown = render_result(decision.result) if decision.result is not None else ""
+        shown = render_approved(decision.result) if decision.result is not None else ""
         approved = decision.verdict is Verdict.approved
         self.outcome = approval_outcome(pending.command.command, decision.by or self.user.user, approved, shown)
 
