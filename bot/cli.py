@@ -138,7 +138,7 @@ def _globals(ctx: click.Context) -> Globals:
 def _settings(ctx: click.Context) -> Settings:
     path = _globals(ctx).config_path
     if path is None:
-        # A copy whose logs end a few minutes ago, so `logs checkout ERROR since=2h` finds what README says.
+        # A copy whose logs end a few minutes ago, so `logs checkout ERROR since=2h` finds what README shows.
         path = prepare_sample(SAMPLE_CONFIG, VERSION)
         # Where the copy lives is docs/terminal.md's to say: it is not what the person asked about.
         redated = ", its logs re-dated to end now" if path != SAMPLE_CONFIG else ""

@@ -107,7 +107,7 @@ class _MasterConnection(SentinelManagedConnection):
       (https://github.com/redis/redis-py/issues/3874);
     - a replaced master that still runs (a `SENTINEL FAILOVER`, a partition) takes writes until
       Sentinel demotes it, some ten seconds later, and the new master never sees them. With
-      `min-replicas-to-write 1` (README: Redis) it refuses them with NOREPLICAS as soon as its
+      `min-replicas-to-write 1` (docs/operations.md: Redis) it refuses them with NOREPLICAS as soon as its
       replica has left; refused, nothing was written, so the command is safe to retry on the
       master Sentinel names now, as redis-py already does after READONLY.
     """

@@ -54,7 +54,7 @@ class Janitor:
         if not self.persistence.keeps_data:
             log.warning(
                 "Redis persistence: %s. opsbot re-queues what each process holds after a restart, but a "
-                "process that stops meanwhile takes its jobs with it; turn on appendonly (see README)",
+                "process that stops meanwhile takes its jobs with it; turn on appendonly (docs/operations.md)",
                 self.persistence.describe(),
             )
         return self.persistence

@@ -157,7 +157,7 @@ class SlackState:
         intake: RedisClient | None = None,
     ) -> None:
         """`intake`: a client of its own for `accept`, the one call on the ack path, so acks never
-        queue behind the workers for a connection of the shared pool (see README: acks)."""
+        queue behind the workers for a connection of the shared pool (docs/benchmarks.md: Slack)."""
         self.redis = client
         self.intake = intake or client
         self.prefix = prefix
