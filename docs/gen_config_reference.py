@@ -34,6 +34,7 @@ from opsbot.config.policy import (
     ConfigRoot,
     ExplainStep,
     Gate,
+    LineTime,
     Policy,
     Runbook,
     Service,
@@ -42,6 +43,7 @@ from opsbot.config.policy import (
 )
 from opsbot.config.policy import commands as commands_module
 from opsbot.config.policy import configs as configs_module
+from opsbot.config.policy import logtime as logtime_module
 from opsbot.config.policy import runbooks as runbooks_module
 from opsbot.config.policy import services as services_module
 
@@ -61,6 +63,12 @@ SECTIONS: list[tuple[str, str, type[BaseModel], str]] = [
     ("`http`: `opsbot serve --http`", "http", settings.HttpSettings, ""),
     ("`policy`", "policy", Policy, ""),
     ("`policy.services.<name>`", "policy.services.<name>", Service, inspect.getdoc(services_module) or ""),
+    (
+        "`policy.services.<name>.time`: how lines carry their time",
+        "policy.services.<name>.time",
+        LineTime,
+        inspect.getdoc(logtime_module) or "",
+    ),
     ("`policy.commands.<name>`", "policy.commands.<name>", Command, inspect.getdoc(commands_module) or ""),
     ("`policy.commands.<name>.params.<param>`", "policy.commands.<name>.params.<param>", commands_module.Parameter, ""),
     ("`policy.commands.<name>.limits`", "policy.commands.<name>.limits", commands_module.ResourceLimits, ""),

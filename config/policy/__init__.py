@@ -1,14 +1,16 @@
 """The operator's policy: which services exist, where their logs are, what may be read and run,
 which runbooks there are, and who may do what.
 
-A module each: base (strict models, names, who is asking), services, commands, configs (config
-roots), runbooks (the runbook format), whole (the Policy that holds them all and the checks
-across them). Code outside the package imports these names from here.
+A module each: base (strict models, names, who is asking), services, logtime (how a service's
+log lines carry their time), commands, configs (config roots), runbooks (the runbook format),
+whole (the Policy that holds them all and the checks across them). Code outside the package
+imports these names from here.
 """
 
 from .base import NAME_PATTERN, NAME_RULE, Access, Name, Principal, Strict
 from .commands import Command, check_values, control_character
 from .configs import NEVER_READ, ConfigFile, ConfigRoot
+from .logtime import STAMP_GROUP, LineTime, has_date, has_year, read_format
 from .runbooks import (
     END,
     ApprovalStep,
@@ -27,6 +29,7 @@ from .whole import FILLED_PARAMS, Policy, log_command_problem
 __all__ = [
     "END",
     "FILLED_PARAMS",
+    "STAMP_GROUP",
     "NAME_PATTERN",
     "NAME_RULE",
     "NEVER_READ",
@@ -39,6 +42,7 @@ __all__ = [
     "ConfigRoot",
     "ExplainStep",
     "Gate",
+    "LineTime",
     "Name",
     "Policy",
     "Principal",
@@ -49,6 +53,9 @@ __all__ = [
     "Trigger",
     "check_values",
     "control_character",
+    "has_date",
+    "has_year",
     "log_command_problem",
+    "read_format",
     "template_of",
 ]

@@ -12,6 +12,7 @@ checkout:
   log_command: checkout-pod-logs                 # a command under policy.commands (risk: read)
   timezone: UTC                                  # for timestamps written without an offset
   format: auto                                   # or logcat (Android's one-letter levels)
+  time: {format: "%Y%m%d-%H:%M:%S:%f"}           # only when auto cannot read the lines' time
   access: {groups: [oncall]}                     # who may read these logs; empty = anyone
 ```
 
@@ -21,6 +22,9 @@ nothing to set: JSON lines, logfmt, klog/glog, syslog (RFC 3164 and 5424, with o
 short-iso, Python's and Java's default layouts (logback's time-only lines dated from the file's
 last write), log15. `format: logcat` adds Android logcat's one-letter level, which auto does not
 read: a lone `E` between spaces is too common in other logs to be taken for a level.
+
+`time` declares how lines carry their time where auto cannot know: a strptime `format`, a
+`regex` with a group named `stamp`, or `epoch: s|ms` (each form is below).
 
 `journald` units are read with `journalctl` (found on a fixed system PATH when the tool is
 built), newest entries first and within caps; the minimum level becomes journalctl's
@@ -58,6 +62,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import Field, StringConstraints, ValidationInfo, field_validator
 
 from .base import Access, Name, Strict, absolute
+from .logtime import LineTime
 
 # A systemd unit name (nginx.service, getty@tty1.service, app-*.service as journalctl's glob);
 # never starting with '-', so it cannot be read as an option.
@@ -98,6 +103,12 @@ class Service(Strict):
         description="auto: every format of the documented set is recognised line by line; logcat: "
         "also read Android logcat's one-letter level (E, W, ...), which auto leaves alone because a "
         "lone letter between spaces is common in other logs",
+    )
+    time: LineTime | None = Field(
+        default=None,
+        description="how each line carries its time, when auto cannot know (a year-less or unusual stamp, "
+        "an epoch field, a file name before the stamp): [below](#policyservicesnametime-how-lines-carry-their-time); "
+        "default: auto",
     )
     access: Access = Field(default_factory=Access, description="who may read these logs; default: anyone")
 

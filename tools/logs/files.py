@@ -24,7 +24,7 @@ from typing import IO, Any, Protocol
 
 from .entries import ENTRY_REACH, Grouping, Modes
 from .filters import Filters
-from .stamps import stamp_at
+from .stamps import SEARCH_CHARS, stamp_at
 
 MIB = 1024 * 1024
 BLOCK_BYTES = MIB
@@ -469,7 +469,8 @@ def _stamp_after(handle: IO[bytes], at: int, f: Filters) -> tuple[int, float] | 
         end = data.find(b"\n", offset)
         if end == -1:
             return None
-        when = stamp_at(data[offset : min(end, offset + 80)].decode("utf-8", errors="replace"), 0, f)
+        # A declared time may stand after a prefix (a file name): the line up to where a time is looked for.
+        when = stamp_at(data[offset : min(end, offset + SEARCH_CHARS)].decode("utf-8", errors="replace"), 0, f)
         if when is not None:
             return at + offset, when
         offset = end + 1

@@ -5,6 +5,7 @@ it holds no logic of theirs, so all of them can import it."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import tzinfo
 from typing import Any
@@ -21,6 +22,19 @@ class Prefilter:
 
 
 @dataclass(frozen=True)
+class Declared:
+    """A service's declared `time:` (config LineTime), made ready for reading: stamps.py reads
+    each line by it instead of by auto's styles."""
+
+    pattern: re.Pattern[str]  # finds the stamp in a line, in its group `stamp`
+    format: str | None  # strptime format of the stamp; None: an epoch, or read as auto reads one
+    scale: float | None  # an epoch's units per second (1 or 1000)
+    dated: bool  # the format names a day (else: the day of the last write)
+    yeared: bool  # the format names a year (else: the year of the last write)
+    said: str  # how the service's time was declared, for notes about lines without one
+
+
+@dataclass(frozen=True)
 class Filters:
     min_rank: int | None
     needle: str | None  # lower-cased
@@ -31,12 +45,13 @@ class Filters:
     until: float | None
     zone: tzinfo | None
     now: float
-    year: int  # this year where the service is: syslog timestamps leave it out
+    year: int  # the year where the service is, of the last write or now: syslog timestamps leave it out
     deadline: float
     logcat: bool = False  # the service's format is Android logcat: its one-letter level is read
     # When the file being read was last written: time-only lines (logback's default) are dated
     # back from it, not from now, so a rotated file's lines fall on the day they were written.
     last_written: float | None = None
+    declared: Declared | None = None  # the service's own `time:`, if it has one
 
     @property
     def content(self) -> bool:

@@ -28,7 +28,7 @@ from .scan import (
     scan_files,
 )
 from .sources import JOURNAL_TIMEOUT_S, REAP_GRACE_S, Readers, query_command, query_journal, readers_for
-from .stamps import STYLES, stamp_at
+from .stamps import declared, stamp_at, understood
 from .time import time_arg
 
 OUTPUT_BYTES = 16_000
@@ -224,6 +224,7 @@ def _filters(args: QueryLogsArgs, service: Service, now: float) -> Filters | Too
         year=datetime.fromtimestamp(now, zone).year,
         deadline=time.monotonic() + SCAN_SECONDS,
         logcat=logcat,
+        declared=None if service.time is None else declared(service.time),
     )
 
 
@@ -255,7 +256,7 @@ def _result(service: str, parts: list[Part], f: Filters, limit: int, with_source
     if scan.untimed:
         notes.append(
             f"{scan.untimed:,} matching {'entries' if grouped else 'line(s)'} had no time I could read and "
-            f"were left out by since/until (understood: {STYLES}); ask without since/until to see them"
+            f"were left out by since/until (understood: {understood(f)}); ask without since/until to see them"
         )
     noun = ("matching entry", "matching entries") if grouped else ("matching line", "matching lines")
     data: dict[str, Any] = {

@@ -23,6 +23,7 @@ import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import IO, Any
 
 import regex
@@ -167,8 +168,9 @@ def scan_files(files: list[LogFile], scan: Scan) -> None:
         if scan.f.since is not None and file.mtime < scan.f.since:
             scan.past_since = True  # not written to since then, nor is anything older
             return
-        # Time-only lines are dated back from this file's last write (stamps.py).
-        scan.f = dataclasses.replace(scan.f, last_written=file.mtime)
+        # Year-less and time-only lines are dated back from this file's last write (stamps.py).
+        year = datetime.fromtimestamp(file.mtime, scan.f.zone).year
+        scan.f = dataclasses.replace(scan.f, last_written=file.mtime, year=year)
         try:
             if gz:
                 _scan_gz(file, scan)

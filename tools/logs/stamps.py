@@ -10,10 +10,16 @@ logback's time-only `10:00:00.123`. Inside a line: a JSON object's time key wher
 s/ms/µs/ns), a logfmt `ts=`/`time=` key after others, and the access log's
 `[01/Dec/2026:10:00:00 +0000]` (nginx, Apache).
 
-Styles without a year (syslog, klog, logcat) are this year where the service is, unless that
-puts the line in the future; time-only lines are on the day their file was last written, or the
-day before if that day would put them after the last write (output without a file: today, or
-yesterday if today would be ahead of now). Times without an offset are in the service's time zone.
+A service that declares its `time:` (config/policy/logtime.py: a strptime format, a regex with a
+`stamp` group, an epoch in s or ms) has its lines read that way only (`declared`), each in the
+same rules of year, day and zone as auto's styles.
+
+Styles without a year (syslog, klog, logcat, a declared format without %Y) are in the year of
+the file's last write (of now, for output without a file), or the year before when that would put
+the line more than two days after that write (a December line read in January); time-only lines
+are on the day their file was last written, or the day before if that day would put them after
+the last write (output without a file: today, or yesterday if today would be ahead of now).
+Times without an offset are in the service's time zone.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ import re
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Final
 
-from .filters import Filters
+from ...config.policy import STAMP_GROUP, LineTime, has_date, has_year, read_format
+from .filters import Declared, Filters
 
 STYLES: Final = (
     "ISO-8601 and its log forms (2026-12-01T10:00:00Z, '2026-12-01 10:00:00,123', 2026/12/01 10:00:00), "
@@ -68,7 +75,7 @@ _PREFIX = re.compile(
     + r")"
 )
 # How far into a line a time key or an access log's bracket is looked for.
-_SEARCH_CHARS = 2_000
+SEARCH_CHARS = 2_000
 _JSON_TIME = re.compile(
     r'"(?:@timestamp|timestamp|time|ts|t|@t|date|datetime|eventTime|logtime|asctime|time_local)"\s*:\s*'
     r'(?:"(?P<text>[^"]{6,48})"|(?P<number>\d{9,20}(?:\.\d+)?))'
@@ -82,12 +89,62 @@ _GO_DEFAULT = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})?) ([+-]\
 
 def stamp_at(text: str, pos: int, f: Filters) -> float | None:
     """Epoch seconds of the line starting at `pos`, or None when it has no time opsbot can read."""
+    if f.declared is not None:
+        return _declared_at(text, pos, f, f.declared)
+    return _auto_at(text, pos, f)
+
+
+def declared(spec: LineTime) -> Declared:
+    """A service's `time:` made ready for reading lines (validated when the config was loaded)."""
+    fmt = spec.format
+    return Declared(
+        pattern=re.compile(spec.pattern(), re.MULTILINE),  # `^` at each line's start, as searched
+        format=fmt,
+        scale=None if spec.epoch is None else {"s": 1.0, "ms": 1e3}[spec.epoch],
+        dated=fmt is None or has_date(fmt),
+        yeared=fmt is None or has_year(fmt),
+        said=", ".join(f"{key} {value!r}" for key, value in spec.model_dump(exclude_none=True).items()),
+    )
+
+
+def understood(f: Filters) -> str:
+    """The times `f` reads, for a note about lines without one."""
+    return STYLES if f.declared is None else f"the service's time: {f.declared.said}"
+
+
+def _declared_at(text: str, pos: int, f: Filters, how: Declared) -> float | None:
+    end = text.find("\n", pos)
+    found = how.pattern.search(text, pos, min(len(text) if end < 0 else end, pos + SEARCH_CHARS))
+    if found is None or found[STAMP_GROUP] is None:
+        return None
+    stamp = found[STAMP_GROUP]
+    if how.format is None and how.scale is None:
+        return _auto_at(stamp, 0, f)
+    try:
+        if how.scale is not None:
+            return float(stamp) / how.scale
+        assert how.format is not None
+        return _formatted(read_format(stamp, how.format), how, f)
+    except (ValueError, OverflowError, OSError):  # found, but no time: 29 Feb of a year without one
+        return None
+
+
+def _formatted(moment: datetime, how: Declared, f: Filters) -> float:
+    clock, micros = (moment.hour, moment.minute, moment.second), moment.microsecond
+    if not how.dated:
+        return _dayless(clock, micros, f)
+    if not how.yeared:
+        return _yearless(moment.month, moment.day, clock, micros, f)
+    return epoch(moment, f.zone)
+
+
+def _auto_at(text: str, pos: int, f: Filters) -> float | None:
     try:
         found = _PREFIX.match(text, pos)
         if found is not None:
             return _prefixed(found, f)
         end = text.find("\n", pos)
-        line = text[pos : (end if end >= 0 else len(text))][:_SEARCH_CHARS]
+        line = text[pos : (end if end >= 0 else len(text))][:SEARCH_CHARS]
         if line.startswith("{"):
             return _json_time(line, f)
         keyed = _LOGFMT_TIME.search(line)
@@ -145,10 +202,11 @@ def _micros(fraction: str | None) -> int:
 
 
 def _yearless(month: int, day: int, clock: tuple[int, int, int], micros: int, f: Filters) -> float:
-    # No year: the current one, unless that puts the line in the future (a December line read in
-    # January).
+    # No year: the year of the last write (f.year), unless that puts the line after it (a December
+    # line read in January). Two days of slack: a zone set wrong must not cost a line a year.
+    latest = f.now if f.last_written is None else f.last_written
     when = epoch(datetime(f.year, month, day, *clock, micros), f.zone)
-    return when if when <= f.now + 2 * 86400 else epoch(datetime(f.year - 1, month, day, *clock, micros), f.zone)
+    return when if when <= latest + 2 * 86400 else epoch(datetime(f.year - 1, month, day, *clock, micros), f.zone)
 
 
 def _dayless(clock: tuple[int, int, int], micros: int, f: Filters) -> float:
