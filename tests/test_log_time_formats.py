@@ -1,9 +1,10 @@
 """Logs whose time `format: auto` cannot know, read by a service's declared `time:` (a strptime
-format, a regex with a `stamp` group, an epoch in s or ms): through the real query_logs, one
-through the CLI's direct command, and the config's refusals through check-config.
+format, a regex with a `stamp` group, an epoch in s or ms), and traces whose every line a
+container runtime stamped (`kubectl logs --timestamps`, Docker's json-file): through the real
+query_logs, one through the CLI's direct command, and the config's refusals through check-config.
 
 The sample files in tests/fixtures/log_formats follow published formats (its README names each
-source)."""
+source); the container runtime shapes are those kubectl and Docker write (see kube_trace)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import textwrap
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +148,68 @@ def test_a_file_name_before_the_stamp_is_passed_over_by_the_regex() -> None:
     assert lines(query(path, time, since="2017-05-16T00:05:00", until="2017-05-16T00:20:00")) == every[2:3]
     assert lines(query(path, time, level="ERROR", since="2017-05-16T00:00:00")) == every[2:3]
     assert lines(query(path, time, since="2017-05-16T13:00:00")) == []
+
+
+# ---------------------------------------------------------------- traces a container runtime stamped
+
+# A Java trace as a Spring Boot service writes it: the logged line, the exception, its frames, two
+# causes (Throwable#printStackTrace's shape). 33 lines.
+JAVA_TRACE = [
+    "2026-12-02 10:00:00.123 ERROR 1 --- [nio-8080-exec-3] c.e.shop.CheckoutController : checkout failed",
+    "java.lang.IllegalStateException: payment declined by upstream",
+    *(f"\tat com.example.shop.Checkout.step{n}(Checkout.java:{40 + n})" for n in range(24)),
+    "Caused by: java.io.IOException: Broken pipe",
+    "\tat java.base/sun.nio.ch.SocketDispatcher.write0(Native Method)",
+    "\tat java.base/sun.nio.ch.SocketChannelImpl.write(SocketChannelImpl.java:541)",
+    "\t... 24 more",
+    "Caused by: java.net.SocketException: Connection reset",
+    "\tat java.base/sun.nio.ch.NioSocketImpl.implRead(NioSocketImpl.java:323)",
+    "\t... 27 more",
+]
+BEFORE = "2026-12-02 09:59:59.001  INFO 1 --- [nio-8080-exec-2] c.e.shop.CheckoutController : cart 42 read"
+AFTER = "2026-12-02 10:00:01.500  INFO 1 --- [nio-8080-exec-4] c.e.shop.CheckoutController : cart 43 read"
+
+
+def rfc3339_nano(moment: datetime, nanos: int) -> str:
+    """Go's time.RFC3339Nano as the kubelet writes it: trailing zeros of the fraction dropped."""
+    fraction = f"{moment.microsecond * 1000 + nanos:09d}".rstrip("0")
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if fraction else "") + "Z"
+
+
+def kube_trace(moment: datetime) -> list[str]:
+    """`kubectl logs --timestamps`: the runtime's RFC3339Nano stamp and a space before every line
+    the program wrote, each line of the trace a few nanoseconds after the one above."""
+    program = [BEFORE, *JAVA_TRACE, AFTER]
+    stamps = [moment - timedelta(seconds=1), *([moment] * len(JAVA_TRACE)), moment + timedelta(seconds=1)]
+    stamped = enumerate(zip(stamps, program, strict=True))
+    return [f"{rfc3339_nano(when, 7 * n + 3)} {line}" for n, (when, line) in stamped]
+
+
+def docker_trace(moment: datetime) -> list[str]:
+    """Docker's json-file driver: one JSON object per line the program wrote."""
+    kube = kube_trace(moment)
+    return [
+        json.dumps({"log": line.split(" ", 1)[1] + "\n", "stream": "stderr", "time": line.split(" ", 1)[0]})
+        for line in kube
+    ]
+
+
+@pytest.mark.parametrize("shape", [kube_trace, docker_trace], ids=["kubectl --timestamps", "docker json-file"])
+def test_a_trace_whose_every_line_the_runtime_stamped_is_one_entry(shape: Any, tmp_path: Path) -> None:
+    moment = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=10)
+    written = shape(moment)
+    path = tmp_path / "pod.log"
+    path.write_text("\n".join(written) + "\n")
+
+    errors = query(path, None, level="ERROR")
+    window = query(path, None, since=iso(moment.timestamp() - 0.5), until=iso(moment.timestamp() + 0.5))
+    found = query(path, None, contains="Connection reset")
+
+    assert (errors["matches"], len(lines(errors))) == (1, 33)
+    assert lines(errors) == written[1:-1]
+    assert lines(window) == written[1:-1]
+    assert lines(found) == written[1:-1]
+    assert query(path, None)["matches"] == 3
 
 
 # ---------------------------------------------------------------- the CLI, and what the config refuses

@@ -51,8 +51,9 @@ _MAYBE_CONTINUES = re.compile(rf"\n(?!{_STARTS})")
 # A container runtime stamps every line it passes on, a stack trace's too: CRI (containerd,
 # CRI-O: `<RFC 3339> stdout F <line>`), `kubectl logs --timestamps` (`<RFC 3339> <line>`) and
 # Docker's json-file (`{"log":"<line>\n",...}`). Such a line continues the entry above when what
-# the program wrote has a trace's shape: a tab, an indented `at `/`File "`, `Caused by:`,
-# `... N more`, `Traceback (...)`. (Any indent would be too loose: Spring Boot pads its level.)
+# the program wrote has a trace's shape: a tab, an indented `at `/`File "`, or a line traces print
+# without indent (_TRACE_LINES), though its own stamp is a few nanoseconds after the line above.
+# (Any indent would be too loose: Spring Boot pads its level.)
 # Looking at every line for this costs a search as long as the others together, so a block is
 # searched so only when a line near its start has a runtime's stamp: CRI's stream and tag,
 # kubectl's nanoseconds in UTC, or Docker's "log" key.
@@ -65,20 +66,22 @@ _RUNTIME_BLOCK = re.compile(
     re.MULTILINE,
 )
 _RUNTIME_PROBE_CHARS = 4096
-_TRACE_SHAPED = (
-    r'(?:\t|\\t|\s+at |\s+File "|\s*Caused by: |\s*\.\.\. \d+ (?:more|common frames omitted)'
-    r"|Traceback \(most recent call last\):)"
-)
-_RUNTIME_CONTINUES = re.compile(f"(?:{_RUNTIME_STAMP}){_TRACE_SHAPED}")
-_RUNTIME_CONTINUED_LINES = re.compile(rf"\n(?=(?:{_RUNTIME_STAMP}){_TRACE_SHAPED})")
-_LOOKS_CONTINUED = (
-    r"[ \t]|$"
-    r"|(?:Caused by|Suppressed|Wrapped by): |\.\.\. \d+ (?:more|common frames omitted)"
+# The lines traces print without indent: Java's `Caused by:`, `Suppressed:`, `... 12 more`, and
+# the exception line itself (`java.lang.IllegalStateException: boom`); Python's `Traceback (most
+# recent call last):`, `During handling of ...`, `The above exception ...` and the exception line
+# that ends a traceback; Go's `goroutine 1 [running]:`, `created by ...` and frames such as `main.main()`.
+_TRACE_LINES = (
+    r"(?:Caused by|Suppressed|Wrapped by): |\.\.\. \d+ (?:more|common frames omitted)"
     r"|Traceback \(most recent call last\):|During handling of the above exception"
     r"|The above exception was the direct cause"
     r"|[A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit|Interrupt)(?::|$)"
     r"|goroutine \d+ \[|created by |[\w.*()/-]+\(.*\)$"
 )
+# What the program wrote after a runtime's stamp (JSON-escaped in Docker's: `\t` for a tab).
+_TRACE_SHAPED = rf'(?:\t|\\t|\s+at |\s+File "|\s*(?:{_TRACE_LINES}))'
+_RUNTIME_CONTINUES = re.compile(f"(?:{_RUNTIME_STAMP}){_TRACE_SHAPED}", re.MULTILINE)
+_RUNTIME_CONTINUED_LINES = re.compile(rf"\n(?=(?:{_RUNTIME_STAMP}){_TRACE_SHAPED})", re.MULTILINE)
+_LOOKS_CONTINUED = rf"[ \t]|$|{_TRACE_LINES}"
 _CONTINUED = re.compile(_LOOKS_CONTINUED, re.MULTILINE)
 _CONTINUED_LINES = re.compile(rf"\n(?={_LOOKS_CONTINUED})", re.MULTILINE)
 
