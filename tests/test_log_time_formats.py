@@ -111,6 +111,19 @@ def test_a_year_less_stamp_after_the_files_last_write_is_of_the_year_before(tmp_
     assert lines(query(path, PROXIFIER, since="2026-01-01T00:00:00")) == []
 
 
+def test_syslog_stamps_take_the_year_of_the_files_last_write_too(tmp_path: Path) -> None:
+    """One rule for every year-less stamp: a rotated syslog file last written in June 2025 holds
+    lines of May 2025, not of May this year."""
+    path = tmp_path / "syslog.1"
+    path.write_text("May 31 10:00:00 web-1 app[42]: marker0\nJun  1 09:00:00 web-1 app[42]: marker1\n")
+    written = datetime(2025, 6, 1, 12, tzinfo=UTC).timestamp()
+    os.utime(path, (written, written))
+
+    assert lines(query(path, None, since="2025-05-31T00:00:00", until="2025-05-31T23:00:00")) == [
+        "May 31 10:00:00 web-1 app[42]: marker0"
+    ]
+
+
 def test_an_epoch_in_seconds_found_by_a_regex_is_the_lines_time() -> None:
     """Thunderbird's second field; the syslog stamp after it has no year and is not read."""
     path, every = FORMATS / "thunderbird.log", fixture_lines("thunderbird.log")
