@@ -26,6 +26,7 @@ from opsbot.tools.base import Registry
 from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
 from opsbot.tools.logs import query_logs_tool
 from tests.test_cli import clean_env
+from tests.test_log_sources import BASE, call, fake_binary, jline, journald
 
 FORMATS = Path(__file__).parent / "fixtures" / "log_formats"
 
@@ -161,6 +162,19 @@ def test_a_file_name_before_the_stamp_is_passed_over_by_the_regex() -> None:
     assert lines(query(path, time, since="2017-05-16T00:05:00", until="2017-05-16T00:20:00")) == every[2:3]
     assert lines(query(path, time, level="ERROR", since="2017-05-16T00:00:00")) == every[2:3]
     assert lines(query(path, time, since="2017-05-16T13:00:00")) == []
+
+
+def test_a_declared_time_is_the_files_own_the_journal_keeps_journalctls(tmp_path: Path) -> None:
+    """Merged by time: the file's lines read by its format, the journal's by journalctl's stamps."""
+    log = tmp_path / "shop.log"
+    stamps = [BASE + timedelta(seconds=n) for n in (0, 2, 4)]
+    log.write_text("".join(f"{moment:%Y%m%d-%H:%M:%S:%f}|Step_LSC|1|file {moment.second}\n" for moment in stamps))
+    fake = fake_binary(tmp_path / "bin", "journalctl", [jline(n, f"journal {n}") for n in (5, 3, 1)])
+
+    data = call(journald(fake, logs=[log], time=LineTime(format="%Y%m%d-%H:%M:%S:%f")), since=iso(BASE.timestamp() + 1))
+
+    assert data.ok, data
+    assert [line.split()[-1] for line in lines(data.data)] == ["1", "2", "3", "4", "5"]
 
 
 # ---------------------------------------------------------------- traces a container runtime stamped

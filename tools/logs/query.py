@@ -285,7 +285,7 @@ def _merged(parts: list[Part], f: Filters, limit: int) -> Scan:
         merged.scanned += part.scan.scanned
         when = -math.inf  # an untimed line keeps the time of the line before it
         for seq, line in enumerate(reversed(part.scan.newest_first)):
-            stamp = stamp_at(line, 0, f)
+            stamp = stamp_at(line, 0, part.scan.f)  # a source's own filters: journald's times are its own
             when = when if stamp is None else stamp
             keyed.append((when, index, seq, line))
     keyed.sort(key=lambda k: k[:3])
