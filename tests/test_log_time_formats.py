@@ -90,6 +90,17 @@ def test_without_a_declared_time_the_same_lines_are_left_out_and_the_note_says_w
     assert declared["matches"] == 0 and "notes" not in declared
 
 
+def test_lines_the_declared_time_cannot_read_are_noted_with_the_declaration(tmp_path: Path) -> None:
+    """Declared, the time is read that way only: a syslog line auto would read is not."""
+    path = tmp_path / "healthapp.log"
+    path.write_text("Dec 23 22:16:00 ERROR rebooted\n")
+
+    data = query(path, HEALTHAPP, level="ERROR", since="2017-12-23T22:00:00")
+
+    assert data["matches"] == 0
+    assert "understood: the service's time: format '%Y%m%d-%H:%M:%S:%f'" in " ".join(data["notes"])
+
+
 PROXIFIER = {"format": "[%m.%d %H:%M:%S]"}
 
 
