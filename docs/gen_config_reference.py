@@ -35,6 +35,7 @@ from opsbot.config.policy import (
     ExplainStep,
     Gate,
     LineTime,
+    MetricsSource,
     Policy,
     Runbook,
     Service,
@@ -44,6 +45,7 @@ from opsbot.config.policy import (
 from opsbot.config.policy import commands as commands_module
 from opsbot.config.policy import configs as configs_module
 from opsbot.config.policy import logtime as logtime_module
+from opsbot.config.policy import metrics as metrics_module
 from opsbot.config.policy import runbooks as runbooks_module
 from opsbot.config.policy import services as services_module
 
@@ -78,6 +80,12 @@ SECTIONS: list[tuple[str, str, type[BaseModel], str]] = [
         ConfigRoot,
         inspect.getdoc(configs_module) or "",
     ),
+    (
+        "`policy.metrics.<name>`: Prometheus-compatible sources",
+        "policy.metrics.<name>",
+        MetricsSource,
+        inspect.getdoc(metrics_module) or "",
+    ),
     ("`access`, `approvers`: who may", "…access", Access, ""),
     ("A runbook file", "", Runbook, inspect.getdoc(runbooks_module) or ""),
     ("A runbook's `triggers[]`", "triggers[]", Trigger, ""),
@@ -109,6 +117,7 @@ DESCRIPTIONS = {
     "Policy.services": "services by name: [below](#policyservicesname)",
     "Policy.commands": "diagnostic and write commands by name: [below](#policycommandsname)",
     "Policy.config_files": "config roots by name: [below](#policyconfig_filesname-config-roots)",
+    "Policy.metrics": "metrics sources by name: [below](#policymetricsname-prometheus-compatible-sources)",
     "Service.description": "what the service is, shown by `services` and to the model",
     "Command.description": "what the command does, shown by `services` and to the model",
     "Command.timeout_s": "the command is killed whole (its process group) after this",

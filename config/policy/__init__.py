@@ -2,15 +2,16 @@
 which runbooks there are, and who may do what.
 
 A module each: base (strict models, names, who is asking), services, logtime (how a service's
-log lines carry their time), commands, configs (config roots), runbooks (the runbook format),
-whole (the Policy that holds them all and the checks across them). Code outside the package
-imports these names from here.
+log lines carry their time), commands, configs (config roots), metrics (Prometheus-compatible
+sources), runbooks (the runbook format), whole (the Policy that holds them all and the checks
+across them). Code outside the package imports these names from here.
 """
 
 from .base import NAME_PATTERN, NAME_RULE, Access, Name, Principal, Strict
 from .commands import Command, check_values, control_character
 from .configs import NEVER_READ, ConfigFile, ConfigRoot
 from .logtime import STAMP_GROUP, LineTime, has_date, has_year, read_format
+from .metrics import MetricsSource
 from .runbooks import (
     END,
     ApprovalStep,
@@ -43,6 +44,7 @@ __all__ = [
     "ExplainStep",
     "Gate",
     "LineTime",
+    "MetricsSource",
     "Name",
     "Policy",
     "Principal",

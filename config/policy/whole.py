@@ -15,6 +15,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from .base import Name, Strict, absolute
 from .commands import Command
 from .configs import ConfigFile
+from .metrics import MetricsSource
 from .runbooks import Runbook
 from .services import Service
 
@@ -26,6 +27,7 @@ class Policy(Strict):
     services: dict[Name, Service] = Field(default_factory=dict)
     commands: dict[Name, Command] = Field(default_factory=dict)
     config_files: dict[Name, ConfigFile] = Field(default_factory=dict)
+    metrics: dict[Name, MetricsSource] = Field(default_factory=dict)
     runbooks_dir: Path | None = Field(default=None, description="a directory of runbook YAML files, one each")
     runbooks: dict[Name, Runbook] = Field(
         default_factory=dict, description="loaded from runbooks_dir by config/runbooks.py (or given inline)"
