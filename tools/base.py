@@ -69,6 +69,9 @@ class ToolResult(BaseModel):
     data: Any = None
     error: ToolError | None = None
     truncated: str | None = Field(default=None, description="what was cut, when something was")
+    # What a tool keeps for people beside its data and never renders to the model: the points of a
+    # metrics range, for a chart. Numbers only, so redaction has nothing to look at.
+    kept: Any = Field(default=None, exclude=True)
 
     @classmethod
     def success(cls, data: Any) -> ToolResult:

@@ -12,17 +12,20 @@ from .base import Tool
 from .commands import run_command_tool
 from .configs import read_config_tool
 from .logs import query_logs_tool
+from .metrics import find_metrics_tool, query_metrics_tool
 from .runbooks import list_runbooks_tool, read_runbook_tool
 from .services import list_services_tool
 
 
 def ops_tools(policy: Policy) -> list[Tool[Any]]:
     runbooks: list[Tool[Any]] = [list_runbooks_tool(policy), read_runbook_tool(policy)] if policy.runbooks else []
+    metrics: list[Tool[Any]] = [query_metrics_tool(policy), find_metrics_tool(policy)] if policy.metrics else []
     return [
         list_services_tool(policy),
         query_logs_tool(policy),
         run_command_tool(policy),
         read_config_tool(policy),
+        *metrics,
         *runbooks,
     ]
 

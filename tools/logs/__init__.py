@@ -61,7 +61,7 @@ from .files import log_files
 from .levels import LEVELS, Level, misspelling_of, parse_level
 from .query import query_logs, query_logs_tool
 from .sources import Readers, readers_for
-from .time import TIME_HINT, time_arg
+from .time import TIME_HINT, duration_seconds, time_arg
 
 __all__ = [
     "LEVELS",
@@ -69,6 +69,7 @@ __all__ = [
     "QueryLogsArgs",
     "Readers",
     "TIME_HINT",
+    "duration_seconds",
     "log_files",
     "misspelling_of",
     "parse_level",

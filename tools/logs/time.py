@@ -35,11 +35,17 @@ def time_arg(name: str, text: str | None, zone: tzinfo | None, now: float) -> fl
     return when
 
 
+def duration_seconds(text: str) -> float | None:
+    """Seconds of a relative age or length (`15m`, `2h ago`, `30 seconds`), None for anything else."""
+    relative = _RELATIVE.fullmatch(text.strip())
+    return float(relative[1]) * _UNIT_SECONDS[relative[2][0].lower()] if relative else None
+
+
 def _parse_time(text: str, zone: tzinfo | None, now: float) -> float | None:
     """Epoch seconds of a relative age (`15m`, `2h ago`), `now`, or an ISO-8601 date or time."""
-    relative = _RELATIVE.fullmatch(text)
-    if relative:
-        return now - float(relative[1]) * _UNIT_SECONDS[relative[2][0].lower()]
+    age = duration_seconds(text)
+    if age is not None:
+        return now - age
     if text.lower() == "now":
         return now
     try:

@@ -1,0 +1,221 @@
+"""query_metrics and find_metrics (tools/metrics/) against a real Prometheus scraping a real
+node_exporter and itself (Debian's prometheus and prometheus-node-exporter; skipped without them),
+through the executor, as the model sees the results (redacted, rendered)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import httpx
+import pytest
+
+from opsbot.config.policy import Access, MetricsSource, Policy, Principal
+from opsbot.tools.base import Registry, ToolResult
+from opsbot.tools.catalog import ops_tools
+from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
+from tests.fakes.redis_server import free_port
+from tests.fakes.waiting import until
+
+PROMETHEUS = shutil.which("prometheus")
+NODE_EXPORTER = shutil.which("prometheus-node-exporter")
+pytestmark = pytest.mark.skipif(
+    PROMETHEUS is None or NODE_EXPORTER is None,
+    reason="Debian's prometheus and prometheus-node-exporter are not on PATH: "
+    "apt-get install prometheus prometheus-node-exporter",
+)
+FAST = RetryPolicy(timeout_s=30, retries=0, backoff_s=0.01)
+# A GitHub token's shape, built here so no scanner takes this file for a leak.
+TOKEN = "ghp_" + "A1b2C3d4" * 4 + "E5f6"
+ONCALL = Principal(platform="cli", user="alice", groups=frozenset({"oncall"}))
+STRANGER = Principal(platform="cli", user="mallory")
+
+
+class Running(NamedTuple):
+    url: str
+    log: Path
+
+
+def _started(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(argv, stdout=out, stderr=out)
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    """A real Prometheus (1s scrapes) of a real node_exporter and of itself, once targets are up
+    and a few samples of node_cpu_seconds_total exist."""
+    assert PROMETHEUS is not None and NODE_EXPORTER is not None
+    tmp = tmp_path_factory.mktemp("prometheus")
+    node_port, prom_port = free_port(), free_port()
+    node = _started([NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{node_port}"], tmp / "node.log")
+    (tmp / "targets.json").write_text(
+        json.dumps([{"targets": [f"127.0.0.1:{node_port}"], "labels": {"env": "test", "api_token": TOKEN}}])
+    )
+    config = tmp / "prometheus.yml"
+    config.write_text(
+        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+        "scrape_configs:\n"
+        "  - job_name: node\n"
+        f"    file_sd_configs: [{{files: [{json.dumps(str(tmp / 'targets.json'))}]}}]\n"
+        "  - job_name: prometheus\n"
+        f"    static_configs: [{{targets: ['127.0.0.1:{prom_port}']}}]\n"
+    )
+    server = _started(
+        [
+            PROMETHEUS,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={tmp / 'data'}",
+            f"--web.listen-address=127.0.0.1:{prom_port}",
+        ],
+        tmp / "prometheus.log",
+    )
+    url = f"http://127.0.0.1:{prom_port}"
+
+    def count(expr: str) -> float:
+        answer = httpx.get(f"{url}/api/v1/query", params={"query": expr}, timeout=2).json()
+        result = answer["data"]["result"]
+        return float(result[0]["value"][1]) if result else 0.0
+
+    try:
+        ready = until(
+            lambda: (
+                count('count(up{job=~"node|prometheus"} == 1)') == 2
+                and count("count_over_time(node_cpu_seconds_total[1m]) > 4") > 0
+            ),
+            60,
+            interval=0.3,
+            ignore=(httpx.HTTPError, KeyError),
+        )
+        assert ready, (tmp / "prometheus.log").read_text()[-3000:]
+        yield Running(url, tmp / "prometheus.log")
+    finally:
+        for process in (server, node):
+            process.terminate()
+            process.wait(10)
+
+
+def executor(url: str, **source: Any) -> Executor:
+    policy = Policy(metrics={"prom": MetricsSource(url=url, **source)})
+    return Executor(Registry(ops_tools(policy)), FAST)
+
+
+def call(ex: Executor, tool: str, principal: Principal | None = None, **args: Any) -> ToolResult:
+    request = ToolCall(id=f"call-{uuid.uuid4().hex[:6]}", name=tool, arguments=json.dumps({"source": "prom", **args}))
+    return ex.run_one(request, principal).result
+
+
+def test_a_range_query_gives_a_summary_per_series_and_keeps_the_points(prometheus: Running) -> None:
+    result = call(executor(prometheus.url), "query_metrics", query="rate(node_cpu_seconds_total[5s])", since="30s")
+    assert result.ok, result
+    data = result.data
+    assert data["kind"] == "range" and data["series"]
+    cpu = data["series"][0]
+    assert cpu["labels"]["__name__" if "__name__" in cpu["labels"] else "mode"]
+    assert {"min", "avg", "max", "last", "change", "max_at", "points"} <= set(cpu)
+    assert cpu["min"] <= cpu["avg"] <= cpu["max"]
+    # The model reads the summary, never the points; the points stay with the result for charts.
+    rendered = result.render()
+    assert '"values"' not in rendered and "kept" not in rendered
+    assert result.kept is not None and len(result.kept) == len(data["series"])
+    assert len(result.kept[0]) == cpu["points"] > 1
+
+
+def test_an_instant_query_gives_each_series_value(prometheus: Running) -> None:
+    result = call(executor(prometheus.url), "query_metrics", query='up{job="prometheus"}')
+    assert result.ok, result
+    assert result.data["kind"] == "instant"
+    [series] = result.data["series"]
+    assert series["value"] == 1 and series["labels"]["job"] == "prometheus"
+    assert result.data["summary"] == "1 series"
+
+
+def test_more_series_than_max_series_are_cut_and_the_cut_said(prometheus: Running) -> None:
+    result = call(executor(prometheus.url, max_series=2), "query_metrics", query="node_cpu_seconds_total", since="20s")
+    assert result.ok, result
+    data = result.data
+    assert len(data["series"]) == 2
+    assert data["totals"]["series"] > 2
+    assert f"showing the 2 that reached highest, totals over all {data['totals']['series']}" in data["summary"]
+
+
+def test_a_syntax_error_says_where(prometheus: Running) -> None:
+    result = call(executor(prometheus.url), "query_metrics", query="sum(rate(node_cpu_seconds_total[1m])")
+    assert result.error is not None
+    assert result.error.type == "invalid_args"
+    assert result.error.message.startswith("PromQL error at 1:"), result.error.message
+    assert "line:column" in result.error.hint
+
+
+def test_an_unknown_metric_is_not_found_with_the_nearest_names(prometheus: Running) -> None:
+    result = call(executor(prometheus.url), "query_metrics", query="rate(node_cpu_second_total[1m])", since="10s")
+    assert result.error is not None and result.error.type == "not_found"
+    assert "'node_cpu_second_total' does not exist" in result.error.message
+    assert "node_cpu_seconds_total" in result.error.hint
+
+
+def test_an_empty_result_of_an_existing_metric_says_what_exists(prometheus: Running) -> None:
+    result = call(executor(prometheus.url), "query_metrics", query='up{job="nonesuch"}')
+    assert result.ok, result
+    assert result.data["series"] == []
+    assert "the metrics it names exist" in result.data["summary"]
+    assert "node" in result.data["existing_labels"]["up"]["job"]
+
+
+def test_find_metrics_finds_names_by_words_with_help_and_labels(prometheus: Running) -> None:
+    result = call(executor(prometheus.url), "find_metrics", words="cpu seconds")
+    assert result.ok, result
+    names = [m["name"] for m in result.data["metrics"]]
+    assert "node_cpu_seconds_total" in names
+    cpu = result.data["metrics"][names.index("node_cpu_seconds_total")]
+    assert cpu["type"] == "counter" and "CPU" in cpu["help"]
+    assert "idle" in cpu["labels"]["mode"]
+
+
+def test_a_label_holding_a_secret_is_redacted(prometheus: Running) -> None:
+    result = call(executor(prometheus.url), "query_metrics", query='up{job="node"}')
+    assert result.ok, result
+    rendered = result.render()
+    assert TOKEN not in rendered
+    assert "REDACTED" in result.data["series"][0]["labels"]["api_token"]
+
+
+def test_an_unreachable_source_is_unavailable_and_retryable() -> None:
+    result = call(executor(f"http://127.0.0.1:{free_port()}"), "query_metrics", query="up")
+    assert result.error is not None and result.error.type == "unavailable" and result.error.retryable
+    assert "cannot reach metrics source prom" in result.error.message
+
+
+def test_access_is_per_source(prometheus: Running) -> None:
+    ex = executor(prometheus.url, access=Access(groups=frozenset({"oncall"})))
+    denied = call(ex, "query_metrics", STRANGER, query="up")
+    assert denied.error is not None and denied.error.type == "denied"
+    assert "you may not query metrics source prom" in denied.error.message
+    assert call(ex, "query_metrics", ONCALL, query="up").ok
+
+
+def test_a_header_comes_from_its_environment_variable(prometheus: Running, monkeypatch: pytest.MonkeyPatch) -> None:
+    ex = executor(prometheus.url, headers={"Authorization": "OPSBOT_TEST_PROM_AUTH"})
+    monkeypatch.delenv("OPSBOT_TEST_PROM_AUTH", raising=False)
+    missing = call(ex, "query_metrics", query="up")
+    assert missing.error is not None and missing.error.type == "unavailable"
+    assert "needs the environment variable OPSBOT_TEST_PROM_AUTH" in missing.error.message
+    monkeypatch.setenv("OPSBOT_TEST_PROM_AUTH", "Bearer whatever")
+    assert call(ex, "query_metrics", query="up").ok
+
+
+def test_a_step_too_fine_for_max_points_is_refused_with_the_smallest(prometheus: Running) -> None:
+    result = call(executor(prometheus.url, max_points=10), "query_metrics", query="up", since="1h", step="1s")
+    assert result.error is not None and result.error.type == "invalid_args"
+    assert "use a step of at least 360s" in result.error.hint
+
+
+def test_the_tools_are_offered_only_with_a_metrics_source() -> None:
+    assert "query_metrics" not in {t.name for t in ops_tools(Policy())}
+    names = {t.name for t in ops_tools(Policy(metrics={"prom": MetricsSource(url="http://prom:9090")}))}
+    assert {"query_metrics", "find_metrics"} <= names

@@ -1,0 +1,203 @@
+"""query_metrics and find_metrics: the tools, access, times and step, and the result the model
+sees (summary.py's numbers per series, a cut said, an empty result saying what exists)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from datetime import UTC
+from typing import Any, NamedTuple
+
+from ...config.policy import MetricsSource, Policy, Principal
+from ..base import ErrorType, Tool, ToolResult
+from ..logs import duration_seconds, time_arg
+from .args import FindMetricsArgs, QueryMetricsArgs
+from .client import Client
+from .discovery import find, labels_of, missing_metric, named_metrics
+from .summary import Series, instant_summary, parse_series, peak, range_summary, totals, when
+
+
+class Window(NamedTuple):
+    """A range query's start, end and step, in seconds."""
+
+    start: float
+    end: float
+    step: float
+
+
+def query_metrics_tool(policy: Policy, environ: Mapping[str, str] | None = None) -> Tool[QueryMetricsArgs]:
+    """query_metrics on `policy.metrics`; `environ` holds the headers' variables (tests only)."""
+
+    def run(args: QueryMetricsArgs, principal: Principal | None) -> ToolResult:
+        client = _client(policy, args.source, principal, environ)
+        return client if isinstance(client, ToolResult) else query_metrics(client, args, time.time())
+
+    return Tool(
+        name="query_metrics",
+        description=(
+            "PromQL against a Prometheus-compatible source. Without since: an instant query (each series' value "
+            "now, or at until). With since (15m, 2h, 1d or ISO-8601): a range query, each series summarised "
+            "(min/avg/max/last, change, when it peaked and crossed the middle of its range). Use find_metrics "
+            f"first for names you are not sure of. Sources: {_sources(policy)}."
+        ),
+        args_model=QueryMetricsArgs,
+        run=run,
+        timeout_s=_timeout(policy),
+        summarize=lambda data: str(data["summary"]),
+    )
+
+
+def find_metrics_tool(policy: Policy, environ: Mapping[str, str] | None = None) -> Tool[FindMetricsArgs]:
+    def run(args: FindMetricsArgs, principal: Principal | None) -> ToolResult:
+        client = _client(policy, args.source, principal, environ)
+        return client if isinstance(client, ToolResult) else find(client, args.words, args.limit)
+
+    return Tool(
+        name="find_metrics",
+        description=(
+            "Metric names of a metrics source that contain the given words, with their type, help text, labels "
+            f"and a few label values. Sources: {_sources(policy)}."
+        ),
+        args_model=FindMetricsArgs,
+        run=run,
+        timeout_s=_timeout(policy),
+        summarize=lambda data: str(data["summary"]),
+    )
+
+
+def _sources(policy: Policy) -> str:
+    return "; ".join(f"{name} ({s.description})" if s.description else name for name, s in policy.metrics.items())
+
+
+def _timeout(policy: Policy) -> float:
+    # A query may take a few requests (the query, then the names when it found nothing).
+    return 3 * max(s.timeout_s for s in policy.metrics.values()) + 1 if policy.metrics else 1.0
+
+
+def _client(
+    policy: Policy, name: str, principal: Principal | None, environ: Mapping[str, str] | None
+) -> Client | ToolResult:
+    source = policy.metrics.get(name)
+    if source is None:
+        return ToolResult.unknown("metrics source", name, policy.metrics)
+    if not source.access.allows(principal):
+        return ToolResult.failure(
+            ErrorType.denied,
+            f"you may not query metrics source {name}",
+            hint=f"only {source.access.describe()} may; tell the user, do not look for other ways to these metrics",
+        )
+    return Client(name, source, environ)
+
+
+def query_metrics(client: Client, args: QueryMetricsArgs, now: float) -> ToolResult:
+    until = time_arg("until", args.until, UTC, now)
+    since = time_arg("since", args.since, UTC, now)
+    for given in (until, since):
+        if isinstance(given, ToolResult):
+            return given
+    end = now if until is None else until
+    if since is None:
+        data = client.get("query", [("query", args.query), ("time", f"{end:.3f}"), _timeout_param(client.source)])
+        return data if isinstance(data, ToolResult) else _instant(client, args, data)
+    assert isinstance(since, float) and isinstance(end, float)
+    window = _window(client.source, since, end, args.step)
+    if isinstance(window, ToolResult):
+        return window
+    data = client.get(
+        "query_range",
+        [
+            ("query", args.query),
+            ("start", f"{window.start:.3f}"),
+            ("end", f"{window.end:.3f}"),
+            ("step", f"{window.step:g}"),
+            _timeout_param(client.source),
+        ],
+    )
+    return data if isinstance(data, ToolResult) else _range(client, args, window, data)
+
+
+def _timeout_param(source: MetricsSource) -> tuple[str, str]:
+    return ("timeout", f"{source.timeout_s:g}s")
+
+
+def _window(source: MetricsSource, start: float, end: float, step: str | None) -> Window | ToolResult:
+    if end <= start:
+        return ToolResult.failure(ErrorType.invalid_args, "since must be before until")
+    fitting = max(1.0, math.ceil((end - start) / source.max_points))
+    if step is None:
+        return Window(start, end, fitting)
+    seconds = duration_seconds(step)
+    if seconds is None or seconds <= 0:
+        return ToolResult.failure(ErrorType.invalid_args, f"step {step!r} is not a duration", hint="give 15s, 1m, 5m")
+    if (end - start) / seconds > source.max_points:
+        return ToolResult.failure(
+            ErrorType.invalid_args,
+            f"step {step} gives more than {source.max_points} points over this range",
+            hint=f"use a step of at least {fitting:g}s, or leave step out",
+        )
+    return Window(start, end, seconds)
+
+
+def _instant(client: Client, args: QueryMetricsArgs, data: dict[str, Any]) -> ToolResult:
+    kind = data.get("resultType")
+    if kind in ("scalar", "string"):
+        t, value = data["result"]
+        return ToolResult.success({"summary": f"{kind} {value} at {when(float(t))}", "value": value})
+    summaries = [instant_summary(s) for s in parse_series(data["result"])]
+    return _result(client, args, summaries, [], {"kind": "instant"})
+
+
+def _range(client: Client, args: QueryMetricsArgs, window: Window, data: dict[str, Any]) -> ToolResult:
+    series = parse_series(data["result"])
+    summaries = [range_summary(s) for s in series]
+    shown = {
+        "kind": "range",
+        "start": when(window.start),
+        "end": when(window.end),
+        "step": f"{window.step:g}s",
+    }
+    return _result(client, args, summaries, series, shown)
+
+
+def _result(
+    client: Client, args: QueryMetricsArgs, summaries: list[dict[str, Any]], series: list[Series], head: dict[str, Any]
+) -> ToolResult:
+    if not summaries:
+        return _empty(client, args, head)
+    order = sorted(range(len(summaries)), key=lambda i: peak(summaries[i]), reverse=True)
+    keep = order[: client.source.max_series]
+    data: dict[str, Any] = {**head, "summary": _said(len(summaries), len(keep), head["kind"])}
+    if len(keep) < len(summaries):
+        data["totals"] = totals(summaries)
+    data["series"] = [summaries[i] for i in keep]
+    # The points of the shown series, in the same order, for a chart; never rendered to the model.
+    kept = [series[i].points for i in keep] if series else None
+    return ToolResult(ok=True, data=data, kept=kept)
+
+
+def _said(total: int, shown: int, kind: str) -> str:
+    what = f"{total} series" + (" over the range" if kind == "range" else "")
+    if shown < total:
+        return (
+            f"{what}; showing the {shown} that reached highest, totals over all {total}; narrow with label "
+            "matchers or aggregate (sum by (...)) to see the rest"
+        )
+    return what
+
+
+def _empty(client: Client, args: QueryMetricsArgs, head: dict[str, Any]) -> ToolResult:
+    """No series: a metric that does not exist is `not_found`; otherwise say what its series look like."""
+    missing = missing_metric(client, args.query)
+    if missing is not None:
+        return missing
+    exists: dict[str, Any] = {}
+    for name in named_metrics(args.query):
+        labels = labels_of(client, name)
+        if not isinstance(labels, ToolResult):
+            exists[name] = labels
+    data: dict[str, Any] = {**head, "summary": "0 series: nothing matched", "series": []}
+    if exists:
+        data["summary"] += "; the metrics it names exist, with these labels and values (check the matchers and range)"
+        data["existing_labels"] = exists
+    return ToolResult.success(data)
