@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -116,7 +117,9 @@ def test_a_range_query_gives_a_summary_per_series_and_keeps_the_points(prometheu
     data = result.data
     assert data["kind"] == "range" and data["series"]
     cpu = data["series"][0]
-    assert cpu["labels"]["__name__" if "__name__" in cpu["labels"] else "mode"]
+    # Labels every series shares are said once; each series keeps what tells it apart.
+    assert data["common_labels"]["job"] == "node" and "job" not in cpu["labels"]
+    assert cpu["labels"]["mode"] and cpu["labels"]["cpu"]
     assert {"min", "avg", "max", "last", "change", "max_at", "points"} <= set(cpu)
     assert cpu["min"] <= cpu["avg"] <= cpu["max"]
     # The model reads the summary, never the points; the points stay with the result for charts.
@@ -171,10 +174,16 @@ def test_find_metrics_finds_names_by_words_with_help_and_labels(prometheus: Runn
     result = call(executor(prometheus.url), "find_metrics", words="cpu seconds")
     assert result.ok, result
     names = [m["name"] for m in result.data["metrics"]]
-    assert "node_cpu_seconds_total" in names
+    assert names[0] == "node_cpu_seconds_total"
     cpu = result.data["metrics"][names.index("node_cpu_seconds_total")]
     assert cpu["type"] == "counter" and "CPU" in cpu["help"]
     assert "idle" in cpu["labels"]["mode"]
+
+
+def test_find_metrics_puts_whole_words_first(prometheus: Running) -> None:
+    result = call(executor(prometheus.url), "find_metrics", words="load")
+    assert result.ok, result
+    assert [m["name"] for m in result.data["metrics"]][:3] == ["node_load1", "node_load5", "node_load15"]
 
 
 def test_a_label_holding_a_secret_is_redacted(prometheus: Running) -> None:
@@ -189,6 +198,15 @@ def test_an_unreachable_source_is_unavailable_and_retryable() -> None:
     result = call(executor(f"http://127.0.0.1:{free_port()}"), "query_metrics", query="up")
     assert result.error is not None and result.error.type == "unavailable" and result.error.retryable
     assert "cannot reach metrics source prom" in result.error.message
+
+
+def test_a_source_that_does_not_answer_in_time_is_a_retryable_timeout() -> None:
+    # Listening but never answering: the connection is made, the answer never comes.
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        port = silent.getsockname()[1]
+        result = call(executor(f"http://127.0.0.1:{port}", timeout_s=0.3), "query_metrics", query="up")
+    assert result.error is not None and result.error.type == "timeout" and result.error.retryable
+    assert "did not answer within 0.3s" in result.error.message
 
 
 def test_access_is_per_source(prometheus: Running) -> None:

@@ -79,14 +79,21 @@ def labels_of(client: Client, metric: str) -> dict[str, list[str]] | ToolResult:
     return {label: sorted(found)[:VALUES_SHOWN] for label, found in sorted(values.items())}
 
 
+def _rank(name: str, wanted: list[str]) -> tuple[int, int]:
+    """Names holding the words as whole parts first (`load` finds node_load1 before ..._reloads_total),
+    then the shorter."""
+    parts = re.split(r"[_:]", name.lower())
+    return (-sum(any(p.rstrip("0123456789") == w for p in parts) for w in wanted), len(name))
+
+
 def find(client: Client, words: str, limit: int) -> ToolResult:
-    """Metric names holding every word (else any word), shortest first, with help, type and labels."""
+    """Metric names holding every word (else any word), with help, type and labels."""
     names = metric_names(client)
     if isinstance(names, ToolResult):
         return names
     wanted = [w for w in re.split(r"[\s_]+", words.lower()) if w]
     every = [n for n in names if all(w in n.lower() for w in wanted)]
-    found = sorted(every or [n for n in names if any(w in n.lower() for w in wanted)], key=len)
+    found = sorted(every or [n for n in names if any(w in n.lower() for w in wanted)], key=lambda n: _rank(n, wanted))
     metadata = client.get("metadata", [("limit_per_metric", "1")])
     about: dict[str, Any] = {} if isinstance(metadata, ToolResult) else metadata
     metrics = []

@@ -170,10 +170,23 @@ def _result(
     data: dict[str, Any] = {**head, "summary": _said(len(summaries), len(keep), head["kind"])}
     if len(keep) < len(summaries):
         data["totals"] = totals(summaries)
-    data["series"] = [summaries[i] for i in keep]
+    shown = [summaries[i] for i in keep]
+    common = _common_labels(shown)
+    if common:
+        data["common_labels"] = common
+        shown = [{**s, "labels": {k: v for k, v in s["labels"].items() if k not in common}} for s in shown]
+    data["series"] = shown
     # The points of the shown series, in the same order, for a chart; never rendered to the model.
     kept = [series[i].points for i in keep] if series else None
     return ToolResult(ok=True, data=data, kept=kept)
+
+
+def _common_labels(shown: list[dict[str, Any]]) -> dict[str, str]:
+    """Labels every shown series has with the same value (job, instance...), said once, not per series."""
+    if len(shown) < 2:
+        return {}
+    first, *rest = (s["labels"] for s in shown)
+    return {k: v for k, v in first.items() if all(other.get(k) == v for other in rest)}
 
 
 def _said(total: int, shown: int, kind: str) -> str:
