@@ -233,6 +233,13 @@ def test_a_step_too_fine_for_max_points_is_refused_with_the_smallest(prometheus:
     assert "use a step of at least 360s" in result.error.hint
 
 
+def test_a_time_it_cannot_read_is_refused_with_the_forms_it_reads(prometheus: Running) -> None:
+    result = call(executor(prometheus.url), "query_metrics", query="up", since="yesterday-ish")
+    assert result.error is not None and result.error.type == "invalid_args"
+    assert result.error.message == "since 'yesterday-ish' is not a time I understand"
+    assert "15m, 2h, 1d" in result.error.hint and "UTC" in result.error.hint
+
+
 def test_the_tools_are_offered_only_with_a_metrics_source() -> None:
     assert "query_metrics" not in {t.name for t in ops_tools(Policy())}
     names = {t.name for t in ops_tools(Policy(metrics={"prom": MetricsSource(url="http://prom:9090")}))}

@@ -17,6 +17,10 @@ from .client import Client
 from .discovery import find, labels_of, missing_metric, named_metrics
 from .summary import Series, instant_summary, parse_series, peak, range_summary, totals, when
 
+TIME_HINT = (
+    "give a relative age such as 15m, 2h, 1d, or an ISO-8601 time such as 2026-11-29T03:00:00Z (UTC without an offset)"
+)
+
 
 class Window(NamedTuple):
     """A range query's start, end and step, in seconds."""
@@ -94,8 +98,9 @@ def query_metrics(client: Client, args: QueryMetricsArgs, now: float) -> ToolRes
     until = time_arg("until", args.until, UTC, now)
     since = time_arg("since", args.since, UTC, now)
     for given in (until, since):
-        if isinstance(given, ToolResult):
-            return given
+        if isinstance(given, ToolResult) and given.error is not None:
+            # query_logs' hint speaks of a service's time zone; a metrics source has none but UTC.
+            return ToolResult.failure(ErrorType.invalid_args, given.error.message, hint=TIME_HINT)
     end = now if until is None else until
     if since is None:
         data = client.get("query", [("query", args.query), ("time", f"{end:.3f}"), _timeout_param(client.source)])
