@@ -129,6 +129,21 @@ def test_a_range_query_gives_a_summary_per_series_and_keeps_the_points(prometheu
     assert len(result.kept[0]) == cpu["points"] > 1
 
 
+def test_a_range_summary_says_when_the_series_crossed_the_middle_of_its_range(prometheus: Running) -> None:
+    ex = executor(prometheus.url)
+    # A saw tooth: rises from 0 to 9 over ten seconds, then drops; three teeth in 30 seconds.
+    saw = call(ex, "query_metrics", query="vector(time() % 10)", since="30s", step="1s")
+    assert saw.ok, saw
+    [tooth] = saw.data["series"]
+    assert tooth["min"] < 1 and tooth["max"] > 9 and tooth["points"] == 31
+    assert len(tooth["crossed_middle"]) == 3 and tooth["crossings_more"] >= 2
+    assert {c.split(" ")[0] for c in tooth["crossed_middle"]} == {"rose", "fell"}
+    assert all(c.endswith("Z") for c in tooth["crossed_middle"])
+    flat = call(ex, "query_metrics", query="vector(1)", since="30s", step="1s")
+    [line] = flat.data["series"]
+    assert line["change"] == 0 and line["min"] == line["max"] == 1 and "crossed_middle" not in line
+
+
 def test_an_instant_query_gives_each_series_value(prometheus: Running) -> None:
     result = call(executor(prometheus.url), "query_metrics", query='up{job="prometheus"}')
     assert result.ok, result

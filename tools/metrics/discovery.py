@@ -14,6 +14,12 @@ from .client import Client
 # Series read per metric to show its labels and a few of their values.
 SERIES_LOOKED_AT = 200
 VALUES_SHOWN = 5
+# Metrics whose labels are looked up (a request each): find_metrics' first names, the names of an empty query.
+LABELLED = 5
+# Requests one call may send at most, so the executor can wait for the slowest: find_metrics' names,
+# metadata and labels; query_metrics' query, then for an empty result the names and labels.
+FIND_REQUESTS = 2 + LABELLED
+QUERY_REQUESTS = 2 + LABELLED
 NEAREST = 5
 
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
@@ -87,7 +93,7 @@ def _rank(name: str, wanted: list[str]) -> tuple[int, int]:
 
 
 def find(client: Client, words: str, limit: int) -> ToolResult:
-    """Metric names holding every word (else any word), with help, type and labels."""
+    """Metric names holding every word (else any word), with help and type, the first LABELLED with labels."""
     names = metric_names(client)
     if isinstance(names, ToolResult):
         return names
@@ -97,13 +103,13 @@ def find(client: Client, words: str, limit: int) -> ToolResult:
     metadata = client.get("metadata", [("limit_per_metric", "1")])
     about: dict[str, Any] = {} if isinstance(metadata, ToolResult) else metadata
     metrics = []
-    for name in found[:limit]:
+    for rank, name in enumerate(found[:limit]):
         entry: dict[str, Any] = {"name": name}
         if about.get(name):
             entry["type"] = about[name][0].get("type")
             entry["help"] = about[name][0].get("help")
-        labels = labels_of(client, name)
-        if not isinstance(labels, ToolResult):
+        labels = labels_of(client, name) if rank < LABELLED else None
+        if isinstance(labels, dict):
             entry["labels"] = labels
         metrics.append(entry)
     shown = f", showing {limit}" if len(found) > limit else ""

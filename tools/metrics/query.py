@@ -14,7 +14,7 @@ from ..base import ErrorType, Tool, ToolResult
 from ..logs import duration_seconds, time_arg
 from .args import FindMetricsArgs, QueryMetricsArgs
 from .client import Client
-from .discovery import find, labels_of, missing_metric, named_metrics
+from .discovery import FIND_REQUESTS, LABELLED, QUERY_REQUESTS, find, labels_of, missing_metric, named_metrics
 from .summary import Series, instant_summary, parse_series, peak, range_summary, totals, when
 
 TIME_HINT = (
@@ -47,7 +47,7 @@ def query_metrics_tool(policy: Policy, environ: Mapping[str, str] | None = None)
         ),
         args_model=QueryMetricsArgs,
         run=run,
-        timeout_s=_timeout(policy),
+        timeout_s=_timeout(policy, QUERY_REQUESTS),
         summarize=lambda data: str(data["summary"]),
     )
 
@@ -65,7 +65,7 @@ def find_metrics_tool(policy: Policy, environ: Mapping[str, str] | None = None) 
         ),
         args_model=FindMetricsArgs,
         run=run,
-        timeout_s=_timeout(policy),
+        timeout_s=_timeout(policy, FIND_REQUESTS),
         summarize=lambda data: str(data["summary"]),
     )
 
@@ -74,9 +74,9 @@ def _sources(policy: Policy) -> str:
     return "; ".join(f"{name} ({s.description})" if s.description else name for name, s in policy.metrics.items())
 
 
-def _timeout(policy: Policy) -> float:
-    # A query may take a few requests (the query, then the names when it found nothing).
-    return 3 * max(s.timeout_s for s in policy.metrics.values()) + 1 if policy.metrics else 1.0
+def _timeout(policy: Policy, requests: int) -> float:
+    """How long the executor waits: each request stops itself at its source's timeout."""
+    return requests * max(s.timeout_s for s in policy.metrics.values()) + 1 if policy.metrics else 1.0
 
 
 def _client(
@@ -210,7 +210,7 @@ def _empty(client: Client, args: QueryMetricsArgs, head: dict[str, Any]) -> Tool
     if missing is not None:
         return missing
     exists: dict[str, Any] = {}
-    for name in named_metrics(args.query):
+    for name in named_metrics(args.query)[:LABELLED]:
         labels = labels_of(client, name)
         if not isinstance(labels, ToolResult):
             exists[name] = labels
