@@ -14,13 +14,16 @@ is looked for on this host and checked against the tools that will use it:
   do not exist. Logs are written by the services, which may start after opsbot or create their
   log directory when they first write; a pod's log volume exists only in the pod. Query_logs
   then answers that the service has no logs yet, and reads them once they appear. A model
-  endpoint that does not list its models is a warning too: the name cannot be confirmed.
+  endpoint that does not list its models is a warning too: the name cannot be confirmed. A
+  metrics source's header whose environment variable is not set here is a warning as well (it
+  may be set only where opsbot serves): query_metrics refuses that source's queries without it.
 
 Every problem found in the file names the file and line where the config says it.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,7 +57,7 @@ def check_config_file(path: Path, *, model: bool = False) -> Findings:
     runbooks = {**policy.runbooks, **(load_runbooks(policy.runbooks_dir, policy) if policy.runbooks_dir else {})}
     found = Findings(
         errors=[str(p) for p in located(path, [*runtime_problems(policy), *_missing_programs(policy)])],
-        warnings=[str(p) for p in located(path, _missing_logs(policy))],
+        warnings=[str(p) for p in located(path, [*_missing_logs(policy), *_unset_headers(policy)])],
     )
     # Only the tools know their arguments, so this is checked here rather than when the files load.
     found.errors += runbook_arg_problems(policy.model_copy(update={"runbooks": runbooks}))
@@ -68,7 +71,7 @@ def check_config_file(path: Path, *, model: bool = False) -> Findings:
     found.summary = (
         f"{len(policy.services)} service(s), {len(policy.commands)} command(s), "
         f"{len(policy.config_files)} config root(s), {len(runbooks)} runbook(s)"
-    )
+    ) + (f", {len(policy.metrics)} metrics source(s)" if policy.metrics else "")
     return found
 
 
@@ -109,6 +112,18 @@ def _missing_logs(policy: Policy) -> list[Located]:
             else:
                 found += [(where, problem) for problem in log_files([entry])[1]]
     return found
+
+
+def _unset_headers(policy: Policy) -> list[Located]:
+    return [
+        (
+            ("policy", "metrics", name, "headers", header),
+            f"environment variable {variable} is not set here; query_metrics refuses {name}'s queries without it",
+        )
+        for name, source in policy.metrics.items()
+        for header, variable in source.headers.items()
+        if not os.environ.get(variable)
+    ]
 
 
 def _fixed_directory(entry: Path) -> Path:

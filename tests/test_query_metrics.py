@@ -8,8 +8,9 @@ import json
 import shutil
 import socket
 import subprocess
+import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -20,6 +21,7 @@ from opsbot.config.policy import Access, MetricsSource, Policy, Principal
 from opsbot.tools.base import Registry, ToolResult
 from opsbot.tools.catalog import ops_tools
 from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
+from tests.fakes.model_server import Call, ModelServer, Reply, tool_results
 from tests.fakes.redis_server import free_port
 from tests.fakes.waiting import until
 
@@ -259,3 +261,57 @@ def test_the_tools_are_offered_only_with_a_metrics_source() -> None:
     assert "query_metrics" not in {t.name for t in ops_tools(Policy())}
     names = {t.name for t in ops_tools(Policy(metrics={"prom": MetricsSource(url="http://prom:9090")}))}
     assert {"query_metrics", "find_metrics"} <= names
+
+
+def test_opsbot_ask_offers_the_tools_and_the_model_reads_summaries(
+    prometheus: Running, model_server: Callable[[Any], ModelServer], tmp_path: Path
+) -> None:
+    config = tmp_path / "opsbot.yaml"
+    config.write_text(
+        "model: test-model\n"
+        "policy:\n"
+        "  metrics:\n"
+        "    prom:\n"
+        "      description: the test Prometheus\n"
+        f"      url: {prometheus.url}\n"
+        "      headers: {Authorization: PROM_AUTH}\n"
+    )
+
+    def busy(body: dict[str, Any]) -> Reply:
+        results = tool_results(body)
+        if not results:
+            query = {"source": "prom", "query": "rate(node_cpu_seconds_total[5s])", "since": "20s"}
+            return Reply(calls=[Call("query_metrics", query)])
+        return Reply(content=f"busiest: {results[0]['data']['series'][0]['max']}")
+
+    server = model_server(busy)
+    done = subprocess.run(
+        [sys.executable, "-m", "opsbot.bot", "--config", str(config), "ask", "is the node busy?"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "OPENAI_BASE_URL": server.base_url, "PROM_AUTH": "Bearer x"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("busiest: ")
+    offered = {tool["function"]["name"] for tool in server.requests[0]["tools"]}
+    assert {"query_metrics", "find_metrics"} <= offered
+    [seen] = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert '"crossed_middle"' in seen or '"max_at"' in seen
+    assert '"values"' not in seen and TOKEN not in seen
+
+
+def test_check_config_counts_metrics_sources_and_warns_of_an_unset_header_variable(tmp_path: Path) -> None:
+    config = tmp_path / "opsbot.yaml"
+    config.write_text(
+        "policy:\n  metrics:\n    prom:\n      url: http://prometheus:9090\n      headers: {Authorization: PROM_AUTH}\n"
+    )
+    argv = [sys.executable, "-m", "opsbot.bot", "check-config", str(config)]
+    env = {"PATH": "/usr/bin:/bin"}
+    unset = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+    assert unset.returncode == 0, unset.stderr
+    assert "1 metrics source(s)" in unset.stdout
+    assert f"{config}:5" in unset.stderr and "environment variable PROM_AUTH is not set here" in unset.stderr
+    set_ = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=tmp_path, env={**env, "PROM_AUTH": "x"})
+    assert set_.returncode == 0 and "PROM_AUTH" not in set_.stderr, set_.stderr
