@@ -18,6 +18,6 @@ The executor redacts every string of the result (label values included) as for a
 """
 
 from .args import FindMetricsArgs, QueryMetricsArgs
-from .query import find_metrics_tool, query_metrics, query_metrics_tool
+from .query import find_metrics_tool, query_metrics_tool
 
-__all__ = ["FindMetricsArgs", "QueryMetricsArgs", "find_metrics_tool", "query_metrics", "query_metrics_tool"]
+__all__ = ["FindMetricsArgs", "QueryMetricsArgs", "find_metrics_tool", "query_metrics_tool"]

@@ -89,7 +89,7 @@ def _client(
         return ToolResult.failure(
             ErrorType.denied,
             f"you may not query metrics source {name}",
-            hint=f"only {source.access.describe()} may; tell the user, do not look for other ways to these metrics",
+            hint="tell the user who may query it; do not try other ways to get these metrics",
         )
     return Client(name, source, environ)
 
@@ -115,7 +115,7 @@ def query_metrics(client: Client, args: QueryMetricsArgs, now: float) -> ToolRes
             ("query", args.query),
             ("start", f"{window.start:.3f}"),
             ("end", f"{window.end:.3f}"),
-            ("step", f"{window.step:g}"),
+            ("step", f"{window.step:.3f}"),
             _timeout_param(client.source),
         ],
     )
