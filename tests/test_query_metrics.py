@@ -96,7 +96,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
             ),
             60,
             interval=0.3,
-            ignore=(httpx.HTTPError, KeyError),
+            ignore=(httpx.HTTPError, KeyError, ValueError),  # not listening, or starting: 503 in plain text
         )
         assert ready, (tmp / "prometheus.log").read_text()[-3000:] + (tmp / "node.log").read_text()[-2000:]
         yield Running(url, tmp / "prometheus.log")
