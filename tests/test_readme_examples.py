@@ -122,7 +122,11 @@ def opsbot(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.Comple
 
 
 def line_time(line: str, now: float) -> float | None:
-    return stamp_at(line, 0, SimpleNamespace(zone=None, now=now, year=datetime.fromtimestamp(now).year))
+    return stamp_at(
+        line,
+        0,
+        SimpleNamespace(zone=None, now=now, year=datetime.fromtimestamp(now).year, declared=None, last_written=None),
+    )
 
 
 def undated(line: str) -> str:

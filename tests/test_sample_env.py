@@ -27,7 +27,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def tool_time(line: str, now: float) -> float | None:
     """The line's time as query_logs reads it (a service without `timezone`)."""
-    return stamp_at(line, 0, SimpleNamespace(zone=None, now=now, year=datetime.fromtimestamp(now).year))
+    return stamp_at(
+        line,
+        0,
+        SimpleNamespace(zone=None, now=now, year=datetime.fromtimestamp(now).year, declared=None, last_written=None),
+    )
 
 
 def tree(root: Path) -> dict[str, tuple[str, int]]:
