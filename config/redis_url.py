@@ -18,7 +18,7 @@ would take `redis://cache/zero` as database 0 and `redis://:6379` as localhost.
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 from urllib.parse import SplitResult, unquote, urlsplit
 
 SERVER_SCHEMES = ("redis", "rediss", "unix")
@@ -44,6 +44,18 @@ class RedisUrlError(ValueError):
     """REDIS_URL cannot be used; the message says what to write instead."""
 
 
+class Node(NamedTuple):
+    """A sentinel, or a cluster node to start from."""
+
+    host: str
+    port: int
+
+
+class Credentials(NamedTuple):
+    username: str | None
+    password: str | None
+
+
 @dataclass(frozen=True)
 class RedisTarget:
     """What REDIS_URL names. `nodes` are the sentinels, or the cluster nodes to start from."""
@@ -51,7 +63,7 @@ class RedisTarget:
     kind: Literal["server", "sentinel", "cluster"]
     url: str
     _: KW_ONLY
-    nodes: tuple[tuple[str, int], ...] = ()
+    nodes: tuple[Node, ...] = ()
     service: str = ""
     db: int = 0
     username: str | None = None
@@ -120,7 +132,7 @@ def _multi(url: str, scheme: str) -> RedisTarget:
         raise _fail(scheme, f"has options after ? or #, which a {scheme}:// URL does not take", "remove them")
     netloc, _, path = rest.partition("/")
     userinfo, at, hosts = netloc.rpartition("@")
-    username, password = _credentials(userinfo) if at else (None, None)
+    username, password = _credentials(userinfo) if at else Credentials(None, None)
     default = SENTINEL_PORT if scheme == SENTINEL_SCHEME else REDIS_PORT
     nodes = tuple(_node(scheme, item, default) for item in hosts.split(","))
     segments = [unquote(s) for s in path.rstrip("/").split("/")] if path.rstrip("/") else []
@@ -138,12 +150,12 @@ def _multi(url: str, scheme: str) -> RedisTarget:
     return RedisTarget("sentinel", url, nodes=nodes, service=segments[0], db=db, username=username, password=password)
 
 
-def _credentials(userinfo: str) -> tuple[str | None, str | None]:
+def _credentials(userinfo: str) -> Credentials:
     user, _, password = userinfo.partition(":")  # as redis-py reads `user:password@` and `:password@`
-    return unquote(user) or None, unquote(password) or None
+    return Credentials(unquote(user) or None, unquote(password) or None)
 
 
-def _node(scheme: str, item: str, default: int) -> tuple[str, int]:
+def _node(scheme: str, item: str, default: int) -> Node:
     host, port = item, ""
     if item.startswith("["):  # [::1]:26379
         host, _, after = item[1:].partition("]")
@@ -153,7 +165,7 @@ def _node(scheme: str, item: str, default: int) -> tuple[str, int]:
     if not host:
         raise _fail(scheme, "names an empty host", "list hosts as host:port, separated by commas")
     if not port:
-        return host, default
+        return Node(host, default)
     if not port.isdigit() or not 1 <= int(port) <= 65535:
         raise _fail(scheme, f"has port {port!r} for {host}", "write a port from 1 to 65535")
-    return host, int(port)
+    return Node(host, int(port))

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
+from typing import NamedTuple
 
 LEAD_S = 120  # the newest line is this much (at most a minute more) older than the copy
 MAX_AGE_S = 3600  # a copy this old is rendered again: `since=2h` in README still finds its errors
@@ -186,7 +187,12 @@ def _read_log(path: Path) -> str:
     return data.decode("utf-8", "surrogateescape")  # whatever bytes a line holds are written back as they were
 
 
-def _redate(text: str, shift: float, now: float) -> tuple[str, float | None]:
+class Redated(NamedTuple):
+    text: str  # every stamp moved by the shift
+    newest: float | None  # the newest stamp written, in epoch seconds; None if there was none
+
+
+def _redate(text: str, shift: float, now: float) -> Redated:
     newest: float | None = None
 
     def moved(found: re.Match[str]) -> str:
@@ -198,7 +204,7 @@ def _redate(text: str, shift: float, now: float) -> tuple[str, float | None]:
         newest = max(newest or moment.timestamp(), moment.timestamp())
         return found["pre"] + _written(found, moment.astimezone(stamp.zone) if stamp.zone else moment.astimezone())
 
-    return _STAMP.sub(moved, text), newest
+    return Redated(_STAMP.sub(moved, text), newest)
 
 
 def _stamp(found: re.Match[str], now: float) -> _Stamp | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
@@ -64,9 +64,12 @@ def _arg_problems(model: type[BaseModel], args: dict[str, Any]) -> list[str]:
     return []
 
 
-def _without_templates(
-    value: dict[str, Any], loc: tuple[str, ...]
-) -> tuple[dict[str, Any], set[tuple[str | int, ...]]]:
+class Literals(NamedTuple):
+    kept: dict[str, Any]  # the arguments without their templated entries
+    templated: set[tuple[str | int, ...]]  # where each templated entry was, as pydantic's `loc`
+
+
+def _without_templates(value: dict[str, Any], loc: tuple[str, ...]) -> Literals:
     """`value` with every templated entry removed, at any depth of mappings (run_command's are in
     `params`), and where each one was. A mapping keeps its place even when emptied, so the shape
     around the templates is still checked."""
@@ -80,4 +83,4 @@ def _without_templates(
             templated |= inner
         else:
             kept[key] = item
-    return kept, templated
+    return Literals(kept, templated)

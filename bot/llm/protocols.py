@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from .textcalls import calls_in_text
+from .textcalls import TextCall, calls_in_text
 
 
 class Protocol(StrEnum):
@@ -33,9 +33,9 @@ class Protocol(StrEnum):
 
 @dataclass(frozen=True)
 class TextReply:
-    """What a text-protocol reply says: calls (name, arguments JSON) or an answer."""
+    """What a text-protocol reply says: calls or an answer."""
 
-    calls: list[tuple[str, str]]
+    calls: list[TextCall]
     answer: str
 
 
@@ -162,15 +162,15 @@ def speaks_react(content: str) -> bool:
     return _ACTION.search(content) is not None and _INPUT.search(content) is not None
 
 
-def _react_calls(text: str, start: int) -> list[tuple[str, str]]:
-    calls: list[tuple[str, str]] = []
+def _react_calls(text: str, start: int) -> list[TextCall]:
+    calls: list[TextCall] = []
     actions = list(_ACTION.finditer(text, start))
     for index, action in enumerate(actions):
         end = actions[index + 1].start() if index + 1 < len(actions) else len(text)
         name = _NAME_NOISE.sub("", action.group("name").strip())
         given = _INPUT.search(text, action.end(), end)
         arguments = _argument_text(text[given.end() : end]) if given else "{}"
-        calls.append((name, arguments))
+        calls.append(TextCall(name, arguments))
     return calls
 
 
@@ -201,7 +201,8 @@ def _read_json(content: str) -> TextReply:
         return TextReply(found, "") if found else TextReply([], content.strip())
     if isinstance(parsed, dict) and isinstance(parsed.get("tool"), str):
         arguments = parsed.get("arguments", {})
-        return TextReply([(parsed["tool"], arguments if isinstance(arguments, str) else json.dumps(arguments))], "")
+        call = TextCall(parsed["tool"], arguments if isinstance(arguments, str) else json.dumps(arguments))
+        return TextReply([call], "")
     if isinstance(parsed, dict) and isinstance(parsed.get("answer"), str):
         return TextReply([], parsed["answer"].strip())
     found = calls_in_text(content)

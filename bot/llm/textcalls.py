@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 _FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\r?\n(?P<body>.*?)\r?\n?```\Z", re.S)
 _TAGGED = re.compile(r"<tool_call>\s*(?P<body>.*?)\s*</tool_call>", re.S)
@@ -26,8 +26,15 @@ _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 _ALLOWED_KEYS = frozenset({"name", "type", "id", *_ARGUMENT_KEYS})
 
 
-def calls_in_text(content: str) -> list[tuple[str, str]] | None:
-    """(name, arguments as JSON text) for each call, when the whole of `content` is calls; else None."""
+class TextCall(NamedTuple):
+    """A tool call a model wrote as text."""
+
+    name: str
+    arguments: str  # JSON text as written, or not JSON at all: the executor says which
+
+
+def calls_in_text(content: str) -> list[TextCall] | None:
+    """Each call, when the whole of `content` is calls; else None."""
     text = content.strip()
     if not text:
         return None
@@ -41,10 +48,10 @@ def calls_in_text(content: str) -> list[tuple[str, str]] | None:
     return None
 
 
-def _tagged(text: str) -> list[tuple[str, str]] | None:
+def _tagged(text: str) -> list[TextCall] | None:
     if not text.startswith("<tool_call>"):
         return None
-    calls: list[tuple[str, str]] = []
+    calls: list[TextCall] = []
     end = 0
     for match in _TAGGED.finditer(text):
         if text[end : match.start()].strip():
@@ -57,38 +64,38 @@ def _tagged(text: str) -> list[tuple[str, str]] | None:
     return calls if calls and not text[end:].strip() else None
 
 
-def _function_tags(text: str) -> list[tuple[str, str]] | None:
+def _function_tags(text: str) -> list[TextCall] | None:
     if not text.startswith("<function="):
         return None
-    calls: list[tuple[str, str]] = []
+    calls: list[TextCall] = []
     end = 0
     for match in _FUNCTION_TAG.finditer(text):
         arguments = _object(match.group("body"))
         if text[end : match.start()].strip() or arguments is None:
             return None
-        calls.append((match.group("name"), json.dumps(arguments)))
+        calls.append(TextCall(match.group("name"), json.dumps(arguments)))
         end = match.end()
     return calls if calls and not text[end:].strip() else None
 
 
-def _mistral(text: str) -> list[tuple[str, str]] | None:
+def _mistral(text: str) -> list[TextCall] | None:
     if not text.startswith("[TOOL_CALLS]"):
         return None
     rest = text.replace("[TOOL_CALLS]", " ").strip()
     found = _json_calls(rest)
     if found is not None:
         return found
-    calls = [(m.group("name"), m.group("body")) for m in _MISTRAL_ARGS.finditer(rest)]
+    calls = [TextCall(m.group("name"), m.group("body")) for m in _MISTRAL_ARGS.finditer(rest)]
     joined = "".join(f"{name}[ARGS]{body}" for name, body in calls)
     valid = all(_object(body) is not None for _, body in calls)
     return calls if calls and valid and re.sub(r"\s", "", joined) == re.sub(r"\s", "", rest) else None
 
 
-def _python_tag(text: str) -> list[tuple[str, str]] | None:
+def _python_tag(text: str) -> list[TextCall] | None:
     if not text.startswith("<|python_tag|>"):
         return None
     body = text.removeprefix("<|python_tag|>").replace("<|eom_id|>", "").replace("<|eot_id|>", "").strip()
-    calls: list[tuple[str, str]] = []
+    calls: list[TextCall] = []
     for part in (p for p in re.split(r";\s*(?=\{)", body) if p.strip()):
         found = _json_calls(part)
         if found is None:
@@ -97,7 +104,7 @@ def _python_tag(text: str) -> list[tuple[str, str]] | None:
     return calls or None
 
 
-def _json_calls(text: str) -> list[tuple[str, str]] | None:
+def _json_calls(text: str) -> list[TextCall] | None:
     """A JSON object or list of objects, each a call, and nothing else."""
     try:
         parsed = json.loads(text)
@@ -110,7 +117,7 @@ def _json_calls(text: str) -> list[tuple[str, str]] | None:
     return [call for call in calls if call is not None]
 
 
-def _call(item: Any) -> tuple[str, str] | None:
+def _call(item: Any) -> TextCall | None:
     """One call object: `{"name", "arguments"}` and its variants, nothing more."""
     if not isinstance(item, dict):
         return None
@@ -124,9 +131,9 @@ def _call(item: Any) -> tuple[str, str] | None:
         return None
     arguments = item[given[0]]
     if isinstance(arguments, str):
-        return name, arguments  # JSON text already, or not: the executor says which
+        return TextCall(name, arguments)
     if isinstance(arguments, dict):
-        return name, json.dumps(arguments)
+        return TextCall(name, json.dumps(arguments))
     return None
 
 

@@ -36,6 +36,7 @@ from linkify_it import LinkifyIt
 from linkify_it.tlds import TLDS
 
 from ...tools.inert import inert
+from ...tools.span import Span
 
 _OPEN, _CLOSE = "\ue000", "\ue001"
 _NONCE = secrets.token_hex(8)
@@ -240,21 +241,22 @@ def _inert_path(path: str) -> str:
     return _dots(path)
 
 
-def _urls(text: str) -> list[tuple[int, int]]:
+def _urls(text: str) -> list[Span]:
     """Where `text` holds URLs, domains and addresses Slack or markdown could link: in order, apart."""
     if not text:
         return []
-    spans = [(m.index, m.last_index) for each in (text, text.translate(_MASK)) for m in _linkify().match(each) or []]
-    spans += [m.span() for pattern in (_SCHEMED, _SCRIPT_URL) for m in pattern.finditer(text)]
-    merged: list[tuple[int, int]] = []
+    found = (m for each in (text, text.translate(_MASK)) for m in _linkify().match(each) or [])
+    spans = [Span(m.index, m.last_index) for m in found]
+    spans += [Span(*m.span()) for pattern in (_SCHEMED, _SCRIPT_URL) for m in pattern.finditer(text)]
+    merged: list[Span] = []
     for start, end in sorted(spans):
         run = _RUNS_ON.match(text, end)
         end = run.end() if run else end
-        if merged and start < merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        if merged and start < merged[-1].end:
+            merged[-1] = Span(merged[-1].start, max(end, merged[-1].end))
         else:
-            merged.append((start, end))
-    return [(start, _trimmed(text, start, end)) for start, end in merged if _trimmed(text, start, end) > start]
+            merged.append(Span(start, end))
+    return [Span(start, _trimmed(text, start, end)) for start, end in merged if _trimmed(text, start, end) > start]
 
 
 def _trimmed(text: str, start: int, end: int) -> int:

@@ -31,6 +31,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..span import EndsByStart
 from .filters import Filters
 from .stamps import stamp_at
 from .time import first_stamp
@@ -123,16 +124,18 @@ class Grouping:
             return 0
         return text.count("\n") + 1 - sum(1 for _ in self.continuations(text))
 
-    def spans(self, text: str) -> Iterator[tuple[int, int]]:
+    def spans(self, text: str) -> EndsByStart:
         """Every entry of `text`, oldest first."""
         continued = set(self.continuations(text))
+        entries: EndsByStart = {}
         start, at = 0, text.find("\n")
         while at != -1:
             if at + 1 not in continued:
-                yield start, at
+                entries[start] = at
                 start = at + 1
             at = text.find("\n", at + 1)
-        yield start, len(text)
+        entries[start] = len(text)
+        return entries
 
     def start_of(self, text: str, pos: int) -> int:
         """The start of the entry holding the line that starts at `pos`."""
@@ -146,9 +149,6 @@ class Grouping:
             following = text.find("\n", end + 1)
             end = len(text) if following == -1 else following
         return end
-
-    def around(self, text: str, start: int, end: int) -> tuple[int, int]:
-        return self.start_of(text, start), self.end_of(text, end)
 
     def newest(self, text: str, need: int) -> list[str]:
         """The newest `need` entries of `text`, oldest first."""

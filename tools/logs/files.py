@@ -20,8 +20,9 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, NamedTuple, Protocol
 
+from ..span import Span
 from .entries import ENTRY_REACH, Grouping, Modes
 from .filters import Filters
 from .stamps import SEARCH_CHARS, stamp_at
@@ -44,6 +45,17 @@ CONTEXT_BYTES = 64 * 1024
 # ---------------------------------------------------------------- files
 
 
+class FileId(NamedTuple):
+    """Which file a path named when it was listed: a glob and a rotation may name one file twice,
+    and the file opened later must still be this one."""
+
+    device: int  # st_dev
+    inode: int  # st_ino
+
+
+_UNLISTED = FileId(0, 0)
+
+
 @dataclass(frozen=True)
 class LogFile:
     path: Path
@@ -52,17 +64,22 @@ class LogFile:
     # Only a path the operator wrote out (no glob) may be a symbolic link; rotated siblings and
     # glob matches are opened with O_NOFOLLOW.
     follow: bool = False
-    key: tuple[int, int] = (0, 0)  # (st_dev, st_ino) when listed: the file opened must be this one
+    key: FileId = _UNLISTED  # when listed: the file opened must be this one
 
 
 # app.log.1, app.log.2.gz, app.log-20261128(.gz), app.log.2026-11-28_03-00 (Python's timed handler)
 _ROTATION = re.compile(r"(?:\.(\d{1,4})|[.-](\d{4}-?\d\d-?\d\d(?:[-_T.]?\d\d(?:[-:.]?\d\d){0,2})?))?(\.gz)?")
 
 
-def log_files(entries: Iterable[Path]) -> tuple[list[LogFile], list[str]]:
+class LogFiles(NamedTuple):
+    files: list[LogFile]  # newest data first
+    missing: list[str]  # what is wrong with each entry that names no file, or names a link not followed
+
+
+def log_files(entries: Iterable[Path]) -> LogFiles:
     """The regular files a service's `logs` entries name, each with its rotated siblings, newest
     data first; and what is wrong with each entry that names none."""
-    found: dict[tuple[int, int], LogFile] = {}
+    found: dict[FileId, LogFile] = {}
     missing: list[str] = []
     for entry in entries:
         declared = not _has_magic(str(entry))
@@ -77,12 +94,12 @@ def log_files(entries: Iterable[Path]) -> tuple[list[LogFile], list[str]]:
             what = "matches no file" if _has_magic(str(entry)) else "is not a regular file" if entry.exists() else ""
             missing.append(f"{entry} {what or 'does not exist'}")
         for file in files:
-            found.setdefault(file[0], file[1])
-    return _newest_first(list(found.values())), missing
+            found.setdefault(file.key, file)
+    return LogFiles(_newest_first(list(found.values())), missing)
 
 
-def _regular_file(path: Path, follow: bool) -> tuple[tuple[int, int], LogFile] | str | None:
-    """The file keyed by inode (a glob and a rotation may name it twice); None unless regular,
+def _regular_file(path: Path, follow: bool) -> LogFile | str | None:
+    """The file with its FileId (a glob and a rotation may name it twice); None unless regular,
     since opening a FIFO would block; a note if it is a symbolic link that is not followed."""
     try:
         info = os.stat(path) if follow else os.lstat(path)
@@ -92,8 +109,7 @@ def _regular_file(path: Path, follow: bool) -> tuple[tuple[int, int], LogFile] |
         return f"{path} is a symbolic link and was not read (only a log path written out in the policy may be one)"
     if not stat.S_ISREG(info.st_mode):
         return None
-    key = (info.st_dev, info.st_ino)
-    return key, LogFile(path, info.st_mtime, info.st_size, follow=follow, key=key)
+    return LogFile(path, info.st_mtime, info.st_size, follow=follow, key=FileId(info.st_dev, info.st_ino))
 
 
 def open_log(file: LogFile) -> int:
@@ -112,7 +128,7 @@ def open_log(file: LogFile) -> int:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "it is no longer a regular file")
-        if file.key != (0, 0) and (info.st_dev, info.st_ino) != file.key:
+        if file.key != _UNLISTED and FileId(info.st_dev, info.st_ino) != file.key:
             raise OSError(errno.ESTALE, "it was replaced by another file since it was listed")
     except BaseException:
         os.close(fd)
@@ -142,18 +158,25 @@ def _with_rotations(base: Path) -> list[Path]:
     ]
 
 
-def _rotation_rank(path: Path) -> tuple[str, tuple[int, int]]:
-    """(family, rank): files of one family sort newest first by rank (app.log, .1, .2.gz ...)."""
+class Rotation(NamedTuple):
+    """Where a file stands among its rotations: files of one family sort newest first by rank
+    (app.log, .1, .2.gz ...)."""
+
+    family: str  # the name rotation started from: app.log
+    rank: tuple[int, int]  # (0, 0) for the file itself, (1, n) for its rotation n, (1, -date) for a dated one
+
+
+def _rotation(path: Path) -> Rotation:
     for cut in range(len(path.name)):
         found = _ROTATION.fullmatch(path.name, cut) if cut else None
         if found is not None and found.group(0):
             number, date = found[1], found[2]
             if number is not None:
-                return path.name[:cut], (1, int(number))
+                return Rotation(path.name[:cut], (1, int(number)))
             if date is not None:
-                return path.name[:cut], (1, -int(re.sub(r"\D", "", date)))
-            return path.name[:cut], (1, 0)
-    return path.name, (0, 0)
+                return Rotation(path.name[:cut], (1, -int(re.sub(r"\D", "", date))))
+            return Rotation(path.name[:cut], (1, 0))
+    return Rotation(path.name, (0, 0))
 
 
 def _newest_first(files: list[LogFile]) -> list[LogFile]:
@@ -161,7 +184,7 @@ def _newest_first(files: list[LogFile]) -> list[LogFile]:
     rotation number wins (a touched app.log.3 is still older than app.log.1)."""
     families: dict[tuple[Path, str], list[tuple[tuple[int, int], LogFile]]] = {}
     for file in files:
-        family, rank = _rotation_rank(file.path)
+        family, rank = _rotation(file.path)
         families.setdefault((file.path.parent, family), []).append((rank, file))
     keyed: list[tuple[float, tuple[int, int], str, LogFile]] = []
     for members in families.values():
@@ -340,14 +363,14 @@ def _first_entry(chunk: Chunk, reach: int) -> int:
     return start
 
 
-def windows(chunk: Chunk, pattern: Any, begin: int) -> list[tuple[int, int]]:
-    """(start, stop) of the stretches of whole entries of `chunk` within CONTEXT_BYTES (or half a
+def windows(chunk: Chunk, pattern: Any, begin: int) -> list[Span]:
+    """The stretches of whole entries of `chunk` within CONTEXT_BYTES (or half a
     block, if blocks are smaller) of each place the compiled bytes `pattern` is found from
     `begin` on, oldest first, none longer than 4 BLOCK_BYTES but for a long entry. A match in a
     line longer than LONG_LINE_BYTES gets that much of the line around it, as `backwards` cuts
     such a line into pieces: not the whole chunk (20 MiB, decoded and redacted several times over)."""
     data, reach = chunk.data, min(CONTEXT_BYTES, BLOCK_BYTES // 2)
-    found: list[tuple[int, int]] = []
+    found: list[Span] = []
     match = pattern.search(data, begin, chunk.stop)
     while match is not None:
         at = match.start()
@@ -359,18 +382,18 @@ def windows(chunk: Chunk, pattern: Any, begin: int) -> list[tuple[int, int]]:
             start = chunk.entry_start(start)
             stop = data.find(b"\n", min(chunk.stop, at + reach), chunk.stop)
             stop = chunk.entry_end(chunk.stop if stop == -1 else stop)
-        if found and start <= found[-1][1]:
-            if stop - found[-1][0] <= 4 * BLOCK_BYTES:
-                found[-1] = (found[-1][0], stop)
+        if found and start <= found[-1].end:
+            if stop - found[-1].start <= 4 * BLOCK_BYTES:
+                found[-1] = Span(found[-1].start, stop)
             else:
-                found.append((found[-1][1] + 1, stop))
+                found.append(Span(found[-1].end + 1, stop))
         else:
-            found.append((start, stop))
+            found.append(Span(start, stop))
         match = pattern.search(data, stop + 1, chunk.stop) if stop < chunk.stop else None
     return found
 
 
-def _long_line_piece(chunk: Chunk, at: int, end: int) -> tuple[int, int] | None:
+def _long_line_piece(chunk: Chunk, at: int, end: int) -> Span | None:
     """LONG_LINE_BYTES of the line holding `data[at:end]` around it, when the line is longer than
     that; None otherwise."""
     data = chunk.data
@@ -380,17 +403,17 @@ def _long_line_piece(chunk: Chunk, at: int, end: int) -> tuple[int, int] | None:
     if line_stop - line_start <= LONG_LINE_BYTES:
         return None
     start = max(line_start, min(at - LONG_LINE_BYTES // 2, line_stop - LONG_LINE_BYTES))
-    return start, min(line_stop, start + LONG_LINE_BYTES)
+    return Span(start, min(line_stop, start + LONG_LINE_BYTES))
 
 
-def pieces(chunk: Chunk) -> list[tuple[int, int]]:
+def pieces(chunk: Chunk) -> list[Span]:
     """The whole chunk as stretches of whole entries of about BLOCK_BYTES, oldest first."""
-    found: list[tuple[int, int]] = []
+    found: list[Span] = []
     start = chunk.start
     while start < chunk.stop:
         stop = chunk.data.find(b"\n", min(chunk.stop, start + BLOCK_BYTES), chunk.stop)
         stop = chunk.entry_end(chunk.stop if stop == -1 else stop)
-        found.append((start, stop))
+        found.append(Span(start, stop))
         start = stop + 1
     return found
 
@@ -430,7 +453,12 @@ def forwards(stream: _Stream, f: Filters) -> Iterator[tuple[str, int, Grouping]]
         raise damage
 
 
-def _read_block(stream: _Stream) -> tuple[bytes, Exception | None]:
+class Block(NamedTuple):
+    data: bytes  # up to BLOCK_BYTES: what could be read
+    damage: Exception | None  # one of DAMAGE, which ended the read
+
+
+def _read_block(stream: _Stream) -> Block:
     # read1 a piece at a time: read(n) drops everything it had decompressed when it hits damage.
     pieces: list[bytes] = []
     size = 0
@@ -439,8 +467,8 @@ def _read_block(stream: _Stream) -> tuple[bytes, Exception | None]:
             pieces.append(piece)
             size += len(piece)
     except DAMAGE as exc:
-        return b"".join(pieces), exc
-    return b"".join(pieces), None
+        return Block(b"".join(pieces), exc)
+    return Block(b"".join(pieces), None)
 
 
 def end_before(handle: IO[bytes], size: int, f: Filters) -> int:
@@ -450,18 +478,22 @@ def end_before(handle: IO[bytes], size: int, f: Filters) -> int:
     low, high = 0, size
     while high - low > BLOCK_BYTES:
         found = _stamp_after(handle, (low + high) // 2, f)
-        if found is None or found[0] >= high:
+        if found is None or found.offset >= high:
             break
-        offset, when = found
-        if when > f.until:
-            high = offset
+        if found.when > f.until:
+            high = found.offset
         else:
-            low = offset + 1
+            low = found.offset + 1
     return high
 
 
-def _stamp_after(handle: IO[bytes], at: int, f: Filters) -> tuple[int, float] | None:
-    """The offset and time of the first timed line starting after `at`."""
+class TimedLine(NamedTuple):
+    offset: int  # where the line starts in the file
+    when: float  # its time, in epoch seconds
+
+
+def _stamp_after(handle: IO[bytes], at: int, f: Filters) -> TimedLine | None:
+    """The first timed line starting after `at`."""
     handle.seek(at)
     data = handle.read(64 * 1024)
     offset = data.find(b"\n") + 1
@@ -472,6 +504,6 @@ def _stamp_after(handle: IO[bytes], at: int, f: Filters) -> tuple[int, float] | 
         # A declared time may stand after a prefix (a file name): the line up to where a time is looked for.
         when = stamp_at(data[offset : min(end, offset + SEARCH_CHARS)].decode("utf-8", errors="replace"), 0, f)
         if when is not None:
-            return at + offset, when
+            return TimedLine(at + offset, when)
         offset = end + 1
     return None

@@ -14,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import ahocorasick
 import regex
@@ -22,6 +22,7 @@ import regex
 from ..base import ErrorType, ToolResult
 from ..redact import MARKER as PEM_MARKER
 from ..redact import in_body_run, marker_free, redact_body_runs, redact_lines
+from ..span import EndsByStart
 from .entries import Grouping
 from .filters import Filters, Prefilter
 from .levels import LEVELS as LEVELS  # query.py reads it from here
@@ -191,8 +192,16 @@ def _uniquely_decodable(words: list[str]) -> bool:
     return True
 
 
-def _quantifier(pattern: str, i: int) -> tuple[int, bool, bool]:
-    """(length, unbounded, repeats many times) of a quantifier at `i`; length 0 if there is none."""
+class Quantifier(NamedTuple):
+    """A quantifier in a pattern (*, +, ?, {m,n}, lazy or possessive)."""
+
+    length: int  # in characters; 0 where there is none
+    unbounded: bool  # no upper limit: *, +, {m,}
+    repeats: bool  # many times: unbounded, or an upper limit of 10 or more
+
+
+def _quantifier(pattern: str, i: int) -> Quantifier:
+    """The quantifier at `i`, of length 0 if there is none."""
     char = pattern[i : i + 1]
     if char in ("*", "+"):
         length, unbounded, repeats = 1, True, True
@@ -205,10 +214,10 @@ def _quantifier(pattern: str, i: int) -> tuple[int, bool, bool]:
         repeats = unbounded or int(high or low) >= 10
         length = braces.end() - i
     else:
-        return 0, False, False
+        return Quantifier(0, unbounded=False, repeats=False)
     if pattern[i + length : i + length + 1] in ("?", "+"):  # lazy or possessive
         length += 1
-    return length, unbounded, repeats
+    return Quantifier(length, unbounded=unbounded, repeats=repeats)
 
 
 def _class_end(pattern: str, i: int) -> int:
@@ -222,24 +231,29 @@ def _class_end(pattern: str, i: int) -> int:
     return j + 1
 
 
-def _group_body(pattern: str, i: int) -> tuple[int, str]:
+class GroupBody(NamedTuple):
+    start: int
+    kind: Literal["group", "lookaround", "reference"]
+
+
+def _group_body(pattern: str, i: int) -> GroupBody:
     """Where the body of the group opened at `i` starts, and what kind of group it is."""
     if pattern[i + 1 : i + 2] != "?":
-        return i + 1, "group"
+        return GroupBody(i + 1, "group")
     rest = pattern[i + 2 :]
     for prefix in ("<=", "<!", "=", "!"):
         if rest.startswith(prefix):
-            return i + 2 + len(prefix), "lookaround"
+            return GroupBody(i + 2 + len(prefix), "lookaround")
     if rest[:1] == "#" or rest[:2] in ("P=", "P>", "&"):
         close = pattern.find(")", i)
-        return (close if close != -1 else len(pattern)), "reference"
+        return GroupBody(close if close != -1 else len(pattern), "reference")
     if rest[:2] == "P<" or (rest[:1] == "<" and rest[1:2] not in ("=", "!")):
         close = pattern.find(">", i)
-        return (close + 1 if close != -1 else len(pattern)), "group"
+        return GroupBody(close + 1 if close != -1 else len(pattern), "group")
     j = i + 2
     while j < len(pattern) and pattern[j] in "aiLmsuxVwbefrp0123456789-|":
         j += 1
-    return (j + 1 if pattern[j : j + 1] in (":", ">") else j), "group"
+    return GroupBody(j + 1 if pattern[j : j + 1] in (":", ">") else j, "group")
 
 
 # ---------------------------------------------------------------- matching
@@ -260,17 +274,21 @@ def prefilter_for(needle: str | None, min_rank: int | None, regex_text: str | No
     if min_rank is not None:
         return Prefilter(_level_tokens(min_rank, logcat))
     found = required_literal(regex_text) if regex_text is not None else None
-    if found is not None and marker_free(found[0].lower()):
-        literal, ignore_case = found
+    if found is not None and marker_free(found.text.lower()):
         # A case-sensitive regex's literal is found as written: no lower-cased copy of each block.
-        return Prefilter((literal.lower(),)) if ignore_case else Prefilter((literal,), cased=True)
+        return Prefilter((found.text.lower(),)) if found.ignore_case else Prefilter((found.text,), cased=True)
     return Prefilter()
 
 
 _MIN_LITERAL = 3  # a shorter one is in nearly every line and saves nothing
 
 
-def required_literal(pattern: str) -> tuple[str, bool] | None:
+class RequiredLiteral(NamedTuple):
+    text: str
+    ignore_case: bool  # the pattern's own flag: (?i)
+
+
+def required_literal(pattern: str) -> RequiredLiteral | None:
     """The longest run of literal characters every match of `pattern` holds (the literals of its
     top-level sequence; none if it is an alternation), and whether the pattern ignores case.
     Read with the standard library's parser; a pattern only the `regex` module reads has none."""
@@ -289,7 +307,7 @@ def required_literal(pattern: str) -> tuple[str, bool] | None:
     longest = max(runs, key=len)
     if len(longest) < _MIN_LITERAL:
         return None
-    return longest, bool(parsed.state.flags & re.IGNORECASE)
+    return RequiredLiteral(longest, bool(parsed.state.flags & re.IGNORECASE))
 
 
 class Found(NamedTuple):
@@ -339,24 +357,28 @@ def match_block(text: str, f: Filters, need: int, judged: Judged, grouping: Grou
 
 def _judged_entries(text: str, f: Filters, grouping: Grouping) -> Iterable[tuple[int, str]]:
     """(where each entry that may match starts in `text`, the entry redacted), oldest first."""
-    spans = _token_spans(text, f)
-    if spans is not None:
-        spans = _widened(text, spans, grouping)
-        entries = _redacted([_unkeyed(text, start, end) for start, end in spans])
-        return zip((start for start, _ in spans), entries, strict=True)
+    lines = _token_lines(text, f)
+    if lines is not None:
+        entries = _widened(text, lines, grouping)
+        redacted = _redacted([_unkeyed(text, start, end) for start, end in entries.items()])
+        return zip(entries, redacted, strict=True)
     # No words to find lines by: the whole block is redacted and searched, and times are read
     # from it alike (redaction never touches a timestamp at a line's start).
     text = redact_lines(redact_body_runs(text))
-    return ((start, text[start:end]) for start, end in _spans(text, f, grouping))
+    if f.pattern is not None and f.whole_block_regex:
+        return _entries_matching(text, f, grouping)
+    return ((start, text[start:end]) for start, end in grouping.spans(text).items())
 
 
-def _widened(text: str, lines: list[tuple[int, int]], grouping: Grouping) -> list[tuple[int, int]]:
-    """The entries holding `lines` (sorted), each once."""
-    entries: list[tuple[int, int]] = []
-    for start, end in lines:
-        if entries and start <= entries[-1][1]:
+def _widened(text: str, lines: EndsByStart, grouping: Grouping) -> EndsByStart:
+    """The entries holding `lines`, each once, oldest first."""
+    entries: EndsByStart = {}
+    end = -1  # of the entry found last
+    for start in sorted(lines):
+        if start <= end:
             continue
-        entries.append(grouping.around(text, start, end))
+        end = grouping.end_of(text, lines[start])
+        entries[grouping.start_of(text, start)] = end
     return entries
 
 
@@ -427,9 +449,9 @@ def _search(f: Filters, text: str, position: int) -> Any:
         raise RegexTooSlow from exc
 
 
-def _token_spans(text: str, f: Filters) -> list[tuple[int, int]] | None:
-    """Spans of the lines holding one of the filter's words, found by searching the whole block;
-    None when there are no words (or lower() changed the text's length: offsets would not line up)."""
+def _token_lines(text: str, f: Filters) -> EndsByStart | None:
+    """The lines holding one of the filter's words, found by searching the whole block; None
+    when there are no words (or lower() changed the text's length: offsets would not line up)."""
     if not f.prefilter.words:
         return None
     if f.prefilter.cased:
@@ -440,31 +462,29 @@ def _token_spans(text: str, f: Filters) -> list[tuple[int, int]] | None:
     return _lines_holding(text, lowered, f.prefilter.words)
 
 
-def _spans(text: str, f: Filters, grouping: Grouping) -> Iterable[tuple[int, int]]:
-    """Spans of the entries of a redacted block that may match, oldest first."""
-    if f.pattern is not None and f.whole_block_regex:
-        return _entries_matching(text, f, grouping)
-    return grouping.spans(text)
+def _line_start(text: str, at: int) -> int:
+    return text.rfind("\n", 0, at) + 1
 
 
-def _line_around(text: str, at: int) -> tuple[int, int]:
+def _line_end(text: str, at: int) -> int:
     end = text.find("\n", at)
-    return text.rfind("\n", 0, at) + 1, (len(text) if end == -1 else end)
+    return len(text) if end == -1 else end
 
 
-def _lines_holding(text: str, lowered: str, tokens: tuple[str, ...]) -> list[tuple[int, int]]:
+def _lines_holding(text: str, lowered: str, tokens: tuple[str, ...]) -> EndsByStart:
     if len(tokens) > _FIND_TOKENS:
         return _lines_holding_any(text, lowered, tokens)
-    spans: dict[int, int] = {}
+    lines: EndsByStart = {}
     for token in tokens:
         # A token starting with a newline stands at a line's start: the text's first line too.
         at_start = token.startswith("\n")
         at = 0 if at_start and lowered.startswith(token[1:]) else lowered.find(token)
         while at != -1:
-            start, end = _line_around(text, at + 1 if at_start and lowered[at] == "\n" else at)
-            spans[start] = end
+            inside = at + 1 if at_start and lowered[at] == "\n" else at
+            end = _line_end(text, inside)
+            lines[_line_start(text, inside)] = end
             at = lowered.find(token, end)
-    return sorted(spans.items())
+    return lines
 
 
 # Up to this many words, one str.find pass each is fastest; beyond, one Aho-Corasick pass for all
@@ -481,22 +501,24 @@ def _automaton(tokens: tuple[str, ...]) -> Any:
     return automaton
 
 
-def _lines_holding_any(text: str, lowered: str, tokens: tuple[str, ...]) -> list[tuple[int, int]]:
+def _lines_holding_any(text: str, lowered: str, tokens: tuple[str, ...]) -> EndsByStart:
     """`_lines_holding` in one pass: every line holding any token (a token starting with a
     newline stands at a line's start, the text's first line too)."""
-    spans: dict[int, int] = {}
+    lines: EndsByStart = {}
     # A newline before the text lets a token starting with one be found at its first line.
     for last, token in _automaton(tokens).iter("\n" + lowered):
         at = last - len(token) + 1  # in the text: one less for the newline put before it, one more past a token's own
         if token.startswith("\n"):
             at += 1
         at -= 1
-        start, end = _line_around(text, max(at, 0))
-        spans[start] = end
-    return sorted(spans.items())
+        at = max(at, 0)
+        lines[_line_start(text, at)] = _line_end(text, at)
+    return lines
 
 
-def _entries_matching(text: str, f: Filters, grouping: Grouping) -> Iterator[tuple[int, int]]:
+def _entries_matching(text: str, f: Filters, grouping: Grouping) -> Iterator[tuple[int, str]]:
+    """(where each entry holding a match starts, the entry), oldest first, as `_judged_entries`
+    gives them."""
     # Searched with MULTILINE, so ^ and $ are line ends: every entry that matches alone holds a
     # match found here, and each such entry is checked again alone.
     position = 0
@@ -504,6 +526,7 @@ def _entries_matching(text: str, f: Filters, grouping: Grouping) -> Iterator[tup
         found = _search(f, text, position)
         if found is None:
             return
-        start, end = grouping.around(text, *_line_around(text, found.start()))
-        yield start, end
+        start = grouping.start_of(text, _line_start(text, found.start()))
+        end = grouping.end_of(text, _line_end(text, found.start()))
+        yield start, text[start:end]
         position = end + 1

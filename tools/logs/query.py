@@ -7,7 +7,7 @@ import math
 import time
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...config.policy import Policy, Principal, Service
 from ..base import ErrorType, Tool, ToolResult
@@ -310,7 +310,12 @@ def _summary(scan: Scan, shown: int, read: str, noun: tuple[str, str]) -> str:
     return "".join(parts)
 
 
-def _within_bytes(entries: list[str], budget: int) -> tuple[list[str], bool]:
+class Shown(NamedTuple):
+    entries: list[str]  # oldest first
+    oldest_cut: bool  # the oldest shown is cut to its first lines
+
+
+def _within_bytes(entries: list[str], budget: int) -> Shown:
     """The newest entries whose text fits `budget` bytes (the oldest give way), and whether the
     oldest of them was cut to its first lines: an entry too long to fit whole shows its start
     while there is room for it."""
@@ -319,10 +324,10 @@ def _within_bytes(entries: list[str], budget: int) -> tuple[list[str], bool]:
         size = len(entry.encode()) + 1
         if total + size > budget:
             head = _head_within(entry, budget - total)
-            return ([head] if head else []) + entries[len(entries) - keep :], bool(head)
+            return Shown(([head] if head else []) + entries[len(entries) - keep :], oldest_cut=bool(head))
         total += size
         keep += 1
-    return entries, False
+    return Shown(entries, oldest_cut=False)
 
 
 def _head_within(entry: str, budget: int) -> str:

@@ -29,6 +29,7 @@ from typing import IO, Any
 import regex
 
 from ..redact import redact_spanning
+from ..span import Span
 from .entries import Grouping
 from .files import (
     BLOCK_BYTES,
@@ -247,7 +248,7 @@ class Needle:
     length: int  # of the word, in bytes
     whole_if: tuple[bytes, ...]
 
-    def stretches(self, chunk: Chunk, helper: ThreadPoolExecutor) -> list[tuple[int, int]]:
+    def stretches(self, chunk: Chunk, helper: ThreadPoolExecutor) -> list[Span]:
         """The stretches of `chunk` the matcher must see, oldest first."""
         data = chunk.data
         for code in self.whole_if:

@@ -25,7 +25,7 @@ Times without an offset are in the service's time zone.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from typing import Final
 
 from ...config.policy import STAMP_GROUP, LineTime, has_date, has_year, read_format
@@ -130,11 +130,11 @@ def _declared_at(text: str, pos: int, f: Filters, how: Declared) -> float | None
 
 
 def _formatted(moment: datetime, how: Declared, f: Filters) -> float:
-    clock, micros = (moment.hour, moment.minute, moment.second), moment.microsecond
+    clock = moment.time()
     if not how.dated:
-        return _dayless(clock, micros, f)
+        return _dayless(clock, f)
     if not how.yeared:
-        return _yearless(moment.month, moment.day, clock, micros, f)
+        return _yearless(moment.month, moment.day, clock, f)
     return epoch(moment, f.zone)
 
 
@@ -177,42 +177,43 @@ def _prefixed(found: re.Match[str], f: Filters) -> float:
     if g["iso"]:
         return iso_epoch(g["iso"], f.zone)
     if g["mon"]:
-        return _yearless(_MONTHS[g["mon"]], int(g["day"]), _clock(g, ""), 0, f)
+        return _yearless(_MONTHS[g["mon"]], int(g["day"]), _clock(g, ""), f)
     if g["klog"]:
-        return _yearless(int(g["kmo"]), int(g["kd"]), _clock(g, "k"), _micros(g["kf"]), f)
+        return _yearless(int(g["kmo"]), int(g["kd"]), _clock(g, "k", _micros(g["kf"])), f)
     if g["lmo"]:
-        return _yearless(int(g["lmo"]), int(g["ld"]), _clock(g, "l"), _micros(g["lf"]), f)
+        return _yearless(int(g["lmo"]), int(g["ld"]), _clock(g, "l", _micros(g["lf"])), f)
     if g["amon"]:
-        moment = datetime(int(g["ay"]), _MONTHS[g["amon"]], int(g["ad"]), *_clock(g, "a"), _micros(g["af"]))
-        return epoch(moment, f.zone)
+        clock = _clock(g, "a", _micros(g["af"]))
+        return epoch(datetime.combine(date(int(g["ay"]), _MONTHS[g["amon"]], int(g["ad"])), clock), f.zone)
     if g["hy"]:
         month, day, hour, minute, second = (int(g[k] or 0) for k in ("hmo", "hd", "hh", "hm", "hs"))
         return epoch(datetime(2000 + int(g["hy"] or 0), month, day, hour, minute, second), f.zone)
     if g["sy"]:
-        return epoch(datetime(2000 + int(g["sy"]), int(g["smo"]), int(g["sd"]), *_clock(g, "s")), f.zone)
-    return _dayless(_clock(g, "t"), _micros(g["tf"]), f)
+        return epoch(datetime.combine(date(2000 + int(g["sy"]), int(g["smo"]), int(g["sd"])), _clock(g, "s")), f.zone)
+    return _dayless(_clock(g, "t", _micros(g["tf"])), f)
 
 
-def _clock(g: dict[str, str | None], p: str) -> tuple[int, int, int]:
-    return int(g[p + "h"] or 0), int(g[p + "m"] or 0), int(g[p + "s"] or 0)
+def _clock(g: dict[str, str | None], p: str, micros: int = 0) -> time:
+    """The time of day of the groups named `p` + h, m, s."""
+    return time(int(g[p + "h"] or 0), int(g[p + "m"] or 0), int(g[p + "s"] or 0), micros)
 
 
 def _micros(fraction: str | None) -> int:
     return int((fraction or "0").ljust(6, "0")[:6])
 
 
-def _yearless(month: int, day: int, clock: tuple[int, int, int], micros: int, f: Filters) -> float:
+def _yearless(month: int, day: int, clock: time, f: Filters) -> float:
     # No year: the year of the last write (f.year), unless that puts the line after it (a December
     # line read in January). Two days of slack: a zone set wrong must not cost a line a year.
     latest = f.now if f.last_written is None else f.last_written
-    when = epoch(datetime(f.year, month, day, *clock, micros), f.zone)
-    return when if when <= latest + 2 * 86400 else epoch(datetime(f.year - 1, month, day, *clock, micros), f.zone)
+    when = epoch(datetime.combine(date(f.year, month, day), clock), f.zone)
+    return when if when <= latest + 2 * 86400 else epoch(datetime.combine(date(f.year - 1, month, day), clock), f.zone)
 
 
-def _dayless(clock: tuple[int, int, int], micros: int, f: Filters) -> float:
+def _dayless(clock: time, f: Filters) -> float:
     latest = f.now if f.last_written is None else f.last_written
     day = datetime.fromtimestamp(latest, f.zone).date()
-    moment = datetime(day.year, day.month, day.day, *clock, micros)
+    moment = datetime.combine(day, clock)
     when = epoch(moment, f.zone)
     return when if when <= latest + 60 else epoch(moment - timedelta(days=1), f.zone)
 
@@ -252,5 +253,6 @@ def _text_time(text: str, f: Filters) -> float | None:
 def _access_time(found: re.Match[str]) -> float:
     zone = found["z"]
     offset = timedelta(hours=int(zone[1:3]), minutes=int(zone[3:5])) * (-1 if zone[0] == "-" else 1)
-    moment = datetime(int(found["y"]), _MONTHS[found["mon"]], int(found["d"]), *_clock(found.groupdict(), ""))
+    day = date(int(found["y"]), _MONTHS[found["mon"]], int(found["d"]))
+    moment = datetime.combine(day, _clock(found.groupdict(), ""))
     return moment.replace(tzinfo=timezone(offset)).timestamp()

@@ -14,6 +14,7 @@ import re
 import ahocorasick
 import regex
 
+from ..span import EndsByStart
 from .keys import (
     SECRET_NEEDLES,
     SECRET_WORD,
@@ -97,7 +98,7 @@ def _keyed(text: str) -> str:
         return _KEYED.sub(_pair, text)
     pieces: list[str] = []
     done = 0
-    for start, end in _key_runs(text, lowered):
+    for start, end in _key_runs(text, lowered).items():
         if start < done:
             continue
         match = _AFTER_KEY.match(text, end)
@@ -106,10 +107,9 @@ def _keyed(text: str) -> str:
         key, group = text[start:end], value_group(match)
         if group is None or _elsewhere(text, start, key, match.group(group)):
             continue
-        replacement = _replacement(key, match, group)
-        if replacement is not None:
-            value_start, kind = replacement
-            pieces += [text[done:value_start], marker(kind)]
+        kind = _value_kind(key, match, group)
+        if kind is not None:
+            pieces += [text[done : match.start(group)], marker(kind)]
             done = match.end()
         elif mentions_secret(key):
             # A value kept (`secret: arn:aws:secretsmanager:...`) is one value: keys inside it are not looked at.
@@ -132,19 +132,20 @@ _KEY_TAIL = re.compile(r"[\w.-]*")
 _KEY_HEAD = regex.compile(r"[\w.-]*", regex.REVERSE)  # matched backwards from a needle
 
 
-def _key_runs(text: str, lowered: str) -> list[tuple[int, int]]:
-    """(start, end) of every run of key characters holding a needle, in order, each once."""
-    runs: list[tuple[int, int]] = []
+def _key_runs(text: str, lowered: str) -> EndsByStart:
+    """Every run of key characters holding a needle, in order, each once."""
+    runs: EndsByStart = {}
+    end = -1  # of the run found last
     for last, needle in _KEY_NEEDLES.iter(lowered):
         at = last - len(needle) + 1
-        if runs and at < runs[-1][1]:
+        if at < end:
             continue  # in the run found last (`secret_token` holds two needles)
         head = _KEY_HEAD.match(text, 0, at)
         tail = _KEY_TAIL.match(text, at)
         start = head.start() if head else at
-        end = tail.end() if tail else last + 1
-        if not runs or start >= runs[-1][1]:
-            runs.append((start, end))
+        if start >= end:
+            end = tail.end() if tail else last + 1
+            runs[start] = end
     return runs
 
 
@@ -154,15 +155,15 @@ def value_group(match: re.Match[str]) -> str | None:
     return match.lastgroup if match.lastgroup in _VALUE_GROUPS else None
 
 
-def _replacement(key: str, match: re.Match[str], group: str) -> tuple[int, Kind] | None:
-    """Where the value's marker starts and its kind, or None when the pair holds no secret."""
+def _value_kind(key: str, match: re.Match[str], group: str) -> Kind | None:
+    """The marker the pair's value (`group` of `match`) becomes, or None when it holds no secret."""
     value = match.group(group)
     if secret_key(key):
         if harmless(value) or counts(key, value) or _sizes(match, group):
             return None
-        return match.start(group), pair_kind(key)
+        return pair_kind(key)
     if (vendor_key(key) and vendor_credential(value)) or (shaped_key(key) and key_shaped(value)):
-        return match.start(group), Kind.vendor_key
+        return Kind.vendor_key
     return None
 
 
@@ -173,8 +174,7 @@ def _sizes(match: re.Match[str], group: str) -> bool:
 
 def _pair(match: re.Match[str]) -> str:
     group = value_group(match)
-    replacement = _replacement(match.group("key"), match, group) if group is not None else None
-    if replacement is None:
+    kind = _value_kind(match.group("key"), match, group) if group is not None else None
+    if group is None or kind is None:
         return match.group(0)
-    value_start, kind = replacement
-    return match.group(0)[: value_start - match.start()] + marker(kind)
+    return match.group(0)[: match.start(group) - match.start()] + marker(kind)

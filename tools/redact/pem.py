@@ -11,7 +11,9 @@ whole block for body runs.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
+from ..span import Span
 from .markers import Kind, marker
 
 _PEM_LABEL = r"[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----"
@@ -98,10 +100,10 @@ def redact_body_runs(text: str) -> str:
     digit on every line: hex digests and words are not), with the short last line after them."""
     pieces: list[str] = []
     done = 0
-    run: list[tuple[int, int]] = []  # (start, end) of each line of the run, in `text`
+    run: list[Span] = []  # each line of the run, in `text`
     for found in _WRAPPED.finditer("\n" + text):
-        line = (found.start(), found.end() - 1)  # the "\n" found first is the one before the line
-        if run and line[0] != run[-1][1] + 1:
+        line = Span(found.start(), found.end() - 1)  # the "\n" found first is the one before the line
+        if run and line.start != run[-1].end + 1:
             done, run = _close_run(text, run, pieces, done), []
         if _random(found.group(1)):
             run.append(line)
@@ -111,10 +113,10 @@ def redact_body_runs(text: str) -> str:
     return "".join(pieces) + text[done:] if pieces else text
 
 
-def _close_run(text: str, run: list[tuple[int, int]], pieces: list[str], done: int) -> int:
-    if len(run) < RUN_LINES or _public(text, run[0][0]):
+def _close_run(text: str, run: list[Span], pieces: list[str], done: int) -> int:
+    if len(run) < RUN_LINES or _public(text, run[0].start):
         return done
-    start, end = run[0][0], run[-1][1]
+    start, end = run[0].start, run[-1].end
     last = _LAST_LINE.match(text, end + 1) if text.startswith("\n", end) else None
     if last is not None:
         end = last.end()
@@ -141,8 +143,15 @@ def in_body_run(text: str, start: int, end: int) -> bool:
 _RUN_REACH = 400  # lines looked at around one: a key body is far shorter
 
 
-def _run_around(text: str, start: int, end: int) -> tuple[int, int]:
-    """Where the run of wrapped lines holding the line at [start, end) begins, and its length."""
+class Run(NamedTuple):
+    """A run of wrapped lines."""
+
+    first: int  # where its first line starts
+    length: int  # in lines
+
+
+def _run_around(text: str, start: int, end: int) -> Run:
+    """The run of wrapped lines holding the line at [start, end)."""
     first, length = start, 1
     for _ in range(_RUN_REACH):
         if first < 2:
@@ -160,7 +169,7 @@ def _run_around(text: str, start: int, end: int) -> tuple[int, int]:
         if not _wrapped(text[below + 1 : after]):
             break
         below, length = after, length + 1
-    return first, length
+    return Run(first, length)
 
 
 def _wrapped(line: str) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..span import Span
 from .markers import Kind, marker
 
 SECRET = marker(Kind.kubernetes_secret)
@@ -32,11 +33,11 @@ class _Frame:
     secret: bool = False  # said "kind": "Secret" at its own level
     key: str | None = None  # the key whose value comes next, once its colon is read
     after_colon: bool = False
-    spans: list[tuple[int, int]] = field(default_factory=list)  # string values of its data
+    spans: list[Span] = field(default_factory=list)  # string values of its data
 
 
 def redact_data(text: str) -> str:
-    hidden: list[tuple[int, int]] = []
+    hidden: list[Span] = []
     stack: list[_Frame] = []
     too_deep = 0
     for token in _TOKEN.finditer(text):
@@ -73,12 +74,12 @@ def _string(frame: _Frame, token: re.Match[str]) -> None:
         frame.key = token.group(0)
         return
     if frame.data and token.end() - token.start() > 2:
-        frame.spans.append((token.start() + 1, token.end() - 1))
+        frame.spans.append(Span(token.start() + 1, token.end() - 1))
     elif frame.key == '"kind"' and token.group(0) == '"Secret"':
         frame.secret = True
 
 
-def _close(stack: list[_Frame], hidden: list[tuple[int, int]]) -> None:
+def _close(stack: list[_Frame], hidden: list[Span]) -> None:
     closed = stack.pop()
     parent = stack[-1] if stack else None
     if closed.data and parent is not None:
@@ -89,7 +90,7 @@ def _close(stack: list[_Frame], hidden: list[tuple[int, int]]) -> None:
         parent.key, parent.after_colon = None, False
 
 
-def _masked(text: str, hidden: list[tuple[int, int]]) -> str:
+def _masked(text: str, hidden: list[Span]) -> str:
     if not hidden:
         return text
     pieces: list[str] = []

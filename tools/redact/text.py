@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import ahocorasick
 
+from ..span import Span
 from . import context, headers, kubernetes, pairs, pem, urls, vendors
 from .shapes import SHAPES
 
@@ -69,23 +71,32 @@ _LINE_NEEDLES = _automaton(LINE_RULES)
 _GAP = 4_096
 
 
-def _triggered(text: str, lowered: str) -> tuple[set[str], list[tuple[int, int]]]:
+class Triggered(NamedTuple):
+    present: set[str]  # the needles found
+    spans: list[Span]  # stretches of whole lines holding them, in order
+
+
+def _triggered(text: str, lowered: str) -> Triggered:
     """The needles `text` holds, and the stretches of whole lines that hold them, in order."""
     present: set[str] = set()
-    spans: list[tuple[int, int]] = []
-    line_end = -1
+    spans: list[Span] = []
+    # The stretch being gathered, from `first` to the end of its last line; a Span once it is
+    # whole, not one per line: a log block may hold a needle on every line.
+    first = line_end = -1
     for end, needle in _LINE_NEEDLES.iter(lowered):
         present.add(needle)
         if end < line_end:
             continue
         start = text.rfind("\n", 0, end) + 1
+        if first == -1 or start - line_end > _GAP:
+            if first != -1:
+                spans.append(Span(first, line_end))
+            first = start
         line_end = text.find("\n", end)
         line_end = len(text) if line_end == -1 else line_end
-        if spans and start - spans[-1][1] <= _GAP:
-            spans[-1] = (spans[-1][0], line_end)
-        else:
-            spans.append((start, line_end))
-    return present, spans
+    if first != -1:
+        spans.append(Span(first, line_end))
+    return Triggered(present, spans)
 
 
 def _run_rules(present: set[str], text: str) -> str:
@@ -109,7 +120,7 @@ def redact_lines(text: str) -> str:
     present, spans = _triggered(text, lowered)
     if not spans:
         return text
-    if len(lowered) != len(text) or spans[0] == (0, len(text)):
+    if len(lowered) != len(text) or spans[0] == Span(0, len(text)):
         # One stretch is the whole text; or lower() lengthened a character (İ) and offsets in the
         # lowered text do not line up, so it all goes through every rule it may need.
         return _run_rules(present, text)
