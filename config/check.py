@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -139,13 +139,18 @@ def _line(root: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
     return line
 
 
-def _child(node: yaml.Node | None, part: int | str) -> tuple[int, yaml.Node] | None:
+class _Child(NamedTuple):
+    line: int  # 1-based
+    node: yaml.Node
+
+
+def _child(node: yaml.Node | None, part: int | str) -> _Child | None:
     """The line to report for `part` of `node` (the key's line for mappings) and its value node."""
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
             if key.value == str(part):
-                return key.start_mark.line + 1, value
+                return _Child(key.start_mark.line + 1, value)
     if isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
         item = node.value[part]
-        return item.start_mark.line + 1, item
+        return _Child(item.start_mark.line + 1, item)
     return None

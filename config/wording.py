@@ -164,7 +164,12 @@ def _number(value: object) -> str:
 # ---------------------------------------------------------------- the model along a location
 
 
-def _walk(model: type[BaseModel], loc: Loc) -> tuple[Loc, list[Any]]:
+class _Walked(NamedTuple):
+    loc: Loc  # the keys of the file only
+    parents: list[Any]  # the annotations that may hold its last part
+
+
+def _walk(model: type[BaseModel], loc: Loc) -> _Walked:
     """`loc` without the parts that are no key of the file, and the annotations that may hold its
     last part (the mapping an unknown key was found in)."""
     kept: list[int | str] = []
@@ -175,17 +180,22 @@ def _walk(model: type[BaseModel], loc: Loc) -> tuple[Loc, list[Any]]:
         here, label = _inside(here, part)
         if not label:
             kept.append(part)
-    return tuple(kept), parents
+    return _Walked(tuple(kept), parents)
 
 
-def _inside(annotations: list[Any], part: int | str) -> tuple[list[Any], bool]:
+class _Inside(NamedTuple):
+    annotations: list[Any]
+    label: bool  # `part` named a union's member or tag, not a key or an index
+
+
+def _inside(annotations: list[Any], part: int | str) -> _Inside:
     """What may be found at `part` of a value of one of `annotations`; True when `part` names a
     union's member (or tag) rather than a key or an index."""
     members = [m for a in annotations for m in _members(a)]
     for member in members:
         if isinstance(part, str) and _label(member) == part:
-            return [member], True
-    return [child for member in members for child in _children(_bare(member), part)], False
+            return _Inside([member], True)
+    return _Inside([child for member in members for child in _children(_bare(member), part)], False)
 
 
 def _members(annotation: Any) -> list[Any]:

@@ -53,7 +53,7 @@ from .time import Judged, Verdict, judge
 COUNT_SCAN_BYTES = 16 * MIB
 # Never read more than this per query (plain bytes plus decompressed .gz bytes), matches or not.
 MAX_SCAN_BYTES = 256 * MIB
-# The needle search reads 1 GiB in about 0.3 s from the page cache and 0.6 s from disk (README,
+# The needle search reads 1 GiB in about 0.3 s from the page cache and 0.6 s from disk (docs/benchmarks.md,
 # Figures): a cap of its own, far within SCAN_SECONDS, which stays the one time cap of a query.
 NEEDLE_SCAN_BYTES = 1024 * MIB
 SCAN_SECONDS = 5.0

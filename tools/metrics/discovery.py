@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..base import ErrorType, ToolResult
 from .client import Client
@@ -85,11 +85,16 @@ def labels_of(client: Client, metric: str) -> dict[str, list[str]] | ToolResult:
     return {label: sorted(found)[:VALUES_SHOWN] for label, found in sorted(values.items())}
 
 
-def _rank(name: str, wanted: list[str]) -> tuple[int, int]:
+class _Rank(NamedTuple):
+    missed: int  # minus the words the name holds as whole parts
+    length: int
+
+
+def _rank(name: str, wanted: list[str]) -> _Rank:
     """Names holding the words as whole parts first (`load` finds node_load1 before ..._reloads_total),
     then the shorter."""
     parts = re.split(r"[_:]", name.lower())
-    return (-sum(any(p.rstrip("0123456789") == w for p in parts) for w in wanted), len(name))
+    return _Rank(-sum(any(p.rstrip("0123456789") == w for p in parts) for w in wanted), len(name))
 
 
 def find(client: Client, words: str, limit: int) -> ToolResult:

@@ -122,8 +122,13 @@ def query_metrics(client: Client, args: QueryMetricsArgs, now: float) -> ToolRes
     return data if isinstance(data, ToolResult) else _range(client, args, window, data)
 
 
-def _timeout_param(source: MetricsSource) -> tuple[str, str]:
-    return ("timeout", f"{source.timeout_s:g}s")
+class _Param(NamedTuple):
+    name: str
+    value: str
+
+
+def _timeout_param(source: MetricsSource) -> _Param:
+    return _Param("timeout", f"{source.timeout_s:g}s")
 
 
 def _window(source: MetricsSource, start: float, end: float, step: str | None) -> Window | ToolResult:

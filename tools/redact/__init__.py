@@ -1,7 +1,7 @@
 """Secret redaction for any text that leaves a tool: to the model, to a chat, to a log.
 
 A redaction is marked `[REDACTED:kind]` so readers know something was there. The layers, in
-the order they run (README's security section says which catches what):
+the order they run (docs/security.md says which catches what):
 
 1. spanning rules, on whole texts (`text.py`): private keys in PEM/OpenSSH/PGP armour, cut or
    whole, and the bare body lines of one (`pem.py`); Kubernetes env `name`+`value` pairs
