@@ -21,6 +21,8 @@ from opsbot.tools.catalog import ops_tools
 from tests.fakes.clock import SkippingClock
 from tests.fakes.model_server import ModelServer, Policy
 from tests.fakes.redis_server import ClusterSetup, RedisServer, SentinelSetup
+from tests.fakes.slack_api import SlackApi
+from tests.fakes.slack_stack import Stack, Stacks, stack_settings
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -150,3 +152,20 @@ def make_agent(memory: Memory, sample: Settings) -> Callable[..., Agent]:
 
 
 SAMPLE_DIR: Path = SAMPLE_CONFIG.parent
+
+
+@pytest.fixture
+def sample_stack(
+    redis_server: RedisServer, model_server: Callable[..., ModelServer], sample: Settings
+) -> Iterator[Callable[[Any], Stack]]:
+    """The Slack app in process (tests/fakes/slack_stack.py) on the sample policy and a scripted model."""
+    stacks = Stacks()
+
+    def make(model: Any) -> Stack:
+        redis_server.flush()
+        slack = SlackApi()
+        server = model_server(model)
+        return stacks.start(slack, stack_settings(slack, redis_server.url, sample.policy, server), server)
+
+    yield make
+    stacks.close()

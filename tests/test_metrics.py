@@ -42,7 +42,7 @@ from tests.fakes.model_server import Call, ModelServer, Reply, has_tools, script
 from tests.fakes.redis_server import RedisServer, free_port
 from tests.fakes.serve_process import ServeProcess
 from tests.fakes.slack_api import SlackApi
-from tests.fakes.slack_stack import Stack, Stacks, settled, stack_settings
+from tests.fakes.slack_stack import Stack, settled
 from tests.fakes.waiting import until
 from tests.test_approvals import APPROVER, ASKER, Clock, Shown, ask, policy_with, prepared, service
 from tests.test_slack import answered, echo
@@ -118,23 +118,6 @@ def web() -> Iterator[str]:
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
     server.server_close()
-
-
-@pytest.fixture
-def make_stack(
-    redis_server: RedisServer, model_server: Callable[..., ModelServer], sample: Settings
-) -> Iterator[Callable[..., Stack]]:
-    """The Slack app in process (tests/fakes/slack_stack.py) on the sample policy and a scripted model."""
-    stacks = Stacks()
-
-    def make(model: Any) -> Stack:
-        redis_server.flush()
-        slack = SlackApi()
-        server = model_server(model)
-        return stacks.start(slack, stack_settings(slack, redis_server.url, sample.policy, server), server)
-
-    yield make
-    stacks.close()
 
 
 def agent_on(server: ModelServer, memory: Any = None, **limits: Any) -> Agent:
@@ -227,8 +210,8 @@ def test_redis_out_of_reach_is_counted_by_component(
 # ---------------------------------------------------------------- Slack
 
 
-def test_slack_acks_duplicates_job_waits_and_the_queue(web: str, make_stack: Callable[..., Stack]) -> None:
-    stack = make_stack(echo(delay_s=0.5))
+def test_slack_acks_duplicates_job_waits_and_the_queue(web: str, sample_stack: Callable[..., Stack]) -> None:
+    stack = sample_stack(echo(delay_s=0.5))
     scrapes = Scrapes(web + "/metrics")
     now = f"{time.time():.6f}"
     payloads.note_ts(now)
@@ -251,8 +234,8 @@ def test_slack_acks_duplicates_job_waits_and_the_queue(web: str, make_stack: Cal
     assert s.moved("opsbot_runs_total", stop_reason="answered") == 2
 
 
-def test_slash_commands_and_clicks_are_counted_as_acks(web: str, make_stack: Callable[..., Stack]) -> None:
-    stack = make_stack(echo())
+def test_slash_commands_and_clicks_are_counted_as_acks(web: str, sample_stack: Callable[..., Stack]) -> None:
+    stack = sample_stack(echo())
     scrapes = Scrapes(web + "/metrics")
     assert stack.command("help").status == 200
     assert stack.click("opsbot_feedback_good", "answer-1", message_ts="1700000000.000001").status == 200
@@ -262,9 +245,9 @@ def test_slash_commands_and_clicks_are_counted_as_acks(web: str, make_stack: Cal
 
 
 def test_an_event_redis_cannot_take_asks_slack_to_deliver_it_again(
-    web: str, make_stack: Callable[..., Stack], redis_server: RedisServer
+    web: str, sample_stack: Callable[..., Stack], redis_server: RedisServer
 ) -> None:
-    stack = make_stack(echo())
+    stack = sample_stack(echo())
     scrapes = Scrapes(web + "/metrics")
 
     def unreachable(*args: Any, **kwargs: Any) -> Any:

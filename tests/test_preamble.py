@@ -10,18 +10,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from opsbot.bot.slack.blocks import STEPS_EVENT
 from opsbot.config.settings import SAMPLE_CONFIG
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Call, ModelServer, Policy, Reply, tool_results
-from tests.fakes.slack_api import ApiCall, SlackApi
-from tests.fakes.slack_stack import Stack, Stacks, stack_settings
+from tests.fakes.slack_api import ApiCall
+from tests.fakes.slack_stack import Stack
 from tests.fakes.terminal import chats, clean_env
 
 PREAMBLE = "Looking at checkout's errors first."
@@ -121,20 +118,6 @@ def test_a_preamble_with_calls_where_tools_are_withdrawn_is_no_answer(tmp_path: 
 # ---------------------------------------------------------------- Slack
 
 
-@pytest.fixture
-def make_stack(redis_server, model_server, sample) -> Iterator[Callable[..., Stack]]:
-    stacks = Stacks()
-
-    def make(model: Policy) -> Stack:
-        redis_server.flush()
-        slack = SlackApi()
-        server = model_server(model)
-        return stacks.start(slack, stack_settings(slack, redis_server.url, sample.policy, server), server)
-
-    yield make
-    stacks.close()
-
-
 def ask(stack: Stack) -> list[dict[str, Any]]:
     """opsbot's messages in the thread of a mention, once it is answered."""
     mention = payloads.app_mention("<@UBOT> why is checkout throwing 502s?")
@@ -157,8 +140,8 @@ def markdown_of(message: dict[str, Any]) -> list[str]:
     return [b["text"] for b in message.get("blocks", []) if b["type"] == "markdown"]
 
 
-def test_slack_streams_the_preamble_with_its_steps_line_and_the_answer_below(make_stack) -> None:
-    stack = make_stack(preamble_then_answer())
+def test_slack_streams_the_preamble_with_its_steps_line_and_the_answer_below(sample_stack) -> None:
+    stack = sample_stack(preamble_then_answer())
 
     [message] = ask(stack)
     lines = message["text"].splitlines()
@@ -171,8 +154,8 @@ def test_slack_streams_the_preamble_with_its_steps_line_and_the_answer_below(mak
     assert f"{PREAMBLE}\n✓ 1. `query_logs`" in streamed, "the preamble went out with its step's line"
 
 
-def test_slack_without_streams_shows_the_preamble_in_the_steps_message_not_the_answer(make_stack) -> None:
-    stack = make_stack(preamble_then_answer())
+def test_slack_without_streams_shows_the_preamble_in_the_steps_message_not_the_answer(sample_stack) -> None:
+    stack = sample_stack(preamble_then_answer())
     stack.slack.streams_supported = False
 
     steps, answer = ask(stack)
@@ -183,10 +166,10 @@ def test_slack_without_streams_shows_the_preamble_in_the_steps_message_not_the_a
     assert PREAMBLE not in json.dumps(answer)
 
 
-def test_slack_streams_a_preamble_that_did_not_stream_as_its_steps_first_line(make_stack) -> None:
+def test_slack_streams_a_preamble_that_did_not_stream_as_its_steps_first_line(sample_stack) -> None:
     # A reply the server would not stream: the client asks again, and from then on, without
     # streaming, so the preamble is known only with its call, and goes out with the step's line.
-    stack = make_stack(preamble_then_answer(streamed=False))
+    stack = sample_stack(preamble_then_answer(streamed=False))
 
     [message] = ask(stack)
     [said, step] = message["text"].splitlines()
