@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import textwrap
 from collections.abc import Callable, Iterable
@@ -50,13 +51,20 @@ USAGE = """Direct commands (no model needed):
   config <root> [file] [key.path] a config root's files, one file, or one value of it
   runbook list | runbook show <id> the reviewed runbooks, and one runbook's parameters and steps
   runbook run <id> [name=value ...] run one (in Slack, where its approvals can be given)
+  metrics                          the metrics sources
+  metrics <source> <promql>        a PromQL query over the last hour, summed up per series and drawn;
+                                   options: since=1h until=... step=1m (ISO-8601 times too)
+  metrics <source> find <words>    metric names holding the words, with their labels
   reset                            forget this thread's conversation
   help                             this list
 Anything else is a question for the model."""
 
-NAMES = ("services", "logs", "run", "config", "runbook", "reset", "help")
+NAMES = ("services", "logs", "run", "config", "runbook", "metrics", "reset", "help")
 HELP_POINTER = "(`help` lists the direct commands.)"
 LOG_OPTIONS = ("since", "until", "limit", "regex")
+# A query's options come last, and a value is a time or a duration: PromQL never ends in such a word.
+_METRICS_OPTION = re.compile(r"^(since|until|step)=([\w:.+-]+)$")
+METRICS_SINCE = "1h"
 
 
 @dataclass(frozen=True)
@@ -115,6 +123,19 @@ class RunbookRequest(BaseModel):
     params: dict[str, str]
 
 
+class Listing(BaseModel):
+    """What a command lists straight from the policy (`metrics`: the sources), read when it was decided."""
+
+    model_config = _STORED
+
+    heading: str
+    entries: dict[str, str]
+
+    def text(self) -> str:
+        lines = [f"  {name}: {about}" if about else f"  {name}" for name, about in self.entries.items()]
+        return "\n".join([self.heading, *lines]) if lines else f"{self.heading}\n  (none)"
+
+
 class Question(BaseModel):
     """Text for the model. `almost`: the command it only starts like, when it does."""
 
@@ -123,7 +144,8 @@ class Question(BaseModel):
     almost: NotACommand | None = None
 
 
-DirectCommand = ToolCall | Builtin | NotACommand | RunbookRequest  # a tool call, a built-in, a runbook run, or not one
+# a tool call, a built-in, a listing, a runbook run, or not one
+DirectCommand = ToolCall | Builtin | Listing | NotACommand | RunbookRequest
 Decision = DirectCommand | Question
 
 
@@ -145,6 +167,8 @@ def parse_command(policy: Policy, text: str) -> DirectCommand | None:
     if not words or words[0].lower() not in NAMES:
         return None
     name = words[0].lower()
+    if name == "metrics":
+        return _metrics_call(policy, text.strip()[len(words[0]) :])
     if name in ("help", "reset", "services"):
         if len(words) > 1:
             return NotACommand(name=name, why=f"`{name}` takes no arguments.")
@@ -165,6 +189,8 @@ def run_command(agent: Agent, parsed: DirectCommand, thread: str, principal: Pri
         )
     if isinstance(parsed, NotACommand):
         return CommandOutput(f"{parsed.why}\n{HELP_POINTER}", ok=False)
+    if isinstance(parsed, Listing):
+        return CommandOutput(parsed.text(), ok=True)
     if parsed == Builtin.help:
         return CommandOutput(USAGE, ok=True)
     if parsed == Builtin.reset:
@@ -247,6 +273,35 @@ def _config_call(policy: Policy, args: list[str]) -> ToolCall | NotACommand:
     key = words[0] if words else None
     read = {"name": name, **({"path": file} if file else {}), **({"key": key} if key else {})}
     return ToolCall("direct", "read_config", json.dumps(read))
+
+
+def _metrics_call(policy: Policy, rest: str) -> ToolCall | Listing | NotACommand:
+    """`metrics` (the sources), `metrics <source> find <words>`, or `metrics <source> <promql> [options]`.
+    The query is kept as typed, quotes and all: PromQL's `{code="502"}` is not shell words."""
+    usage = "metrics <source> <promql> [since=1h] [until=...] [step=...] | metrics <source> find <words>"
+    if not rest.strip():
+        sources = {name: source.description for name, source in policy.metrics.items()}
+        heading = "metrics sources:" if sources else "No metrics sources are configured (policy.metrics)."
+        return Listing(heading=heading, entries=sources)
+    source, _, query = rest.strip().partition(" ")
+    if source not in policy.metrics:
+        return NotACommand(name="metrics", why=_unknown(usage, "metrics source", [source], policy.metrics))
+    query = query.strip()
+    verb, _, words = query.partition(" ")
+    if verb == "find" and words.strip():
+        return ToolCall("direct", "find_metrics", json.dumps({"source": source, "words": words.strip()}))
+    options: dict[str, str] = {}
+    while query:
+        head, _, last = query.rpartition(" ")
+        option = _METRICS_OPTION.match(last)
+        if option is None or option[1] in options:
+            break
+        options[option[1]] = option[2]
+        query = head.strip()
+    if not query:
+        return NotACommand(name="metrics", why=f"Usage: {usage}.")
+    call = {"source": source, "query": query, "since": METRICS_SINCE, **options}
+    return ToolCall("direct", "query_metrics", json.dumps(call))
 
 
 def _meant_as_level(word: str) -> bool:

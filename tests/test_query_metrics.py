@@ -17,12 +17,15 @@ from typing import Any, NamedTuple
 import httpx
 import pytest
 
+from opsbot.bot.commands import Listing, NotACommand, decide
 from opsbot.config.policy import Access, MetricsSource, Policy, Principal
 from opsbot.tools.base import Registry, ToolResult
 from opsbot.tools.catalog import ops_tools
 from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
 from tests.fakes.model_server import Call, ModelServer, Reply, tool_results
-from tests.fakes.redis_server import free_port
+from tests.fakes.redis_server import RedisServer, free_port
+from tests.fakes.slack_api import SlackApi
+from tests.fakes.slack_stack import Stacks, stack_settings
 from tests.fakes.waiting import until
 
 PROMETHEUS = shutil.which("prometheus")
@@ -318,3 +321,117 @@ def test_check_config_counts_metrics_sources_and_warns_of_an_unset_header_variab
     assert f"{config}:5" in unset.stderr and "environment variable PROM_AUTH is not set here" in unset.stderr
     set_ = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=tmp_path, env={**env, "PROM_AUTH": "x"})
     assert set_.returncode == 0 and "PROM_AUTH" not in set_.stderr, set_.stderr
+
+
+# The direct command `metrics` (bot/commands.py): no model, the tool's result as people read it.
+
+SOURCES = Policy(
+    metrics={
+        "prom": MetricsSource(url="http://prom:9090", description="the test Prometheus"),
+        "thanos": MetricsSource(url="http://thanos:9090"),
+    }
+)
+
+
+def parsed_call(text: str) -> dict[str, Any]:
+    parsed = decide(SOURCES, text, can_ask=True)
+    assert isinstance(parsed, ToolCall), parsed
+    return {"tool": parsed.name, **json.loads(parsed.arguments)}
+
+
+def test_metrics_alone_lists_the_sources_without_a_model_or_a_call() -> None:
+    listed = decide(SOURCES, "metrics", can_ask=True)
+    assert isinstance(listed, Listing)
+    assert listed.text() == "metrics sources:\n  prom: the test Prometheus\n  thanos"
+    assert decide(Policy(), "metrics", can_ask=True) == Listing(
+        heading="No metrics sources are configured (policy.metrics).", entries={}
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # The query is kept as typed: quotes, braces and spaces are PromQL's, not shell words.
+        (
+            'metrics prom sum by (code) (rate(http_requests_total{code=~"5..", path="/a b"}[5m]))',
+            'sum by (code) (rate(http_requests_total{code=~"5..", path="/a b"}[5m]))',
+        ),
+        ("metrics prom up", "up"),
+        ("metrics prom up since=6h step=1m", "up"),
+        # A word that only looks like an option inside the query stays in it.
+        ('metrics prom up{step="1m"}', 'up{step="1m"}'),
+        ("metrics prom up since=1h since=2h", "up since=1h"),
+    ],
+)
+def test_metrics_keeps_the_query_as_typed_and_takes_options_from_the_end(text: str, expected: str) -> None:
+    call_ = parsed_call(text)
+    assert call_["tool"] == "query_metrics" and call_["source"] == "prom" and call_["query"] == expected
+
+
+def test_metrics_ranges_over_the_last_hour_unless_told() -> None:
+    assert parsed_call("metrics prom up")["since"] == "1h"
+    told = parsed_call("metrics prom up since=6h until=2026-11-29T03:00:00Z step=5m")
+    assert (told["since"], told["until"], told["step"]) == ("6h", "2026-11-29T03:00:00Z", "5m")
+
+
+def test_metrics_find_looks_up_names() -> None:
+    assert parsed_call("metrics thanos find http requests") == {
+        "tool": "find_metrics",
+        "source": "thanos",
+        "words": "http requests",
+    }
+
+
+@pytest.mark.parametrize("text", ["metrics nope up", "metrics prom", "metrics prom since=1h"])
+def test_a_metrics_command_it_cannot_run_says_why_and_never_goes_to_the_model_silently(text: str) -> None:
+    without_model = decide(SOURCES, text, can_ask=False)
+    assert isinstance(without_model, NotACommand) and "Usage: metrics <source> <promql>" in without_model.why
+    if text == "metrics nope up":
+        assert "There is no metrics source 'nope'" in without_model.why and "prom, thanos" in without_model.why
+
+
+def test_opsbot_ask_metrics_answers_from_prometheus_without_a_model(prometheus: Running, tmp_path: Path) -> None:
+    config = tmp_path / "opsbot.yaml"
+    config.write_text(f"policy:\n  metrics:\n    prom:\n      url: {prometheus.url}\n")
+    argv = [sys.executable, "-m", "opsbot.bot", "--config", str(config), "ask"]
+    env = {"PATH": "/usr/bin:/bin"}
+
+    def ask(text: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*argv, text], capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+
+    ranged = ask('metrics prom sum by (mode) (rate(node_cpu_seconds_total{mode="idle"}[5s])) since=30s step=2s')
+    assert ranged.returncode == 0, ranged.stderr
+    lines = ranged.stdout.splitlines()
+    assert lines[0].startswith("1 series over the range, ") and lines[0].endswith(", step 2s")
+    assert 'mode="idle"' in ranged.stdout and "min " in ranged.stdout and "(highest at 20" in ranged.stdout
+    assert TOKEN not in ranged.stdout  # a label holding a secret is redacted here too
+    found = ask("metrics prom find load")
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.splitlines()[1].startswith("  node_load1  (gauge) ")
+    wrong = ask("metrics prom node_cpu_secnds_total")
+    assert wrong.returncode != 0
+    assert "not found: metric 'node_cpu_secnds_total' does not exist in prom" in wrong.stdout + wrong.stderr
+    assert "node_cpu_seconds_total" in wrong.stdout + wrong.stderr
+
+
+def test_ops_metrics_in_slack_lists_sources_and_answers_a_query_without_a_model(
+    prometheus: Running, redis_server: RedisServer
+) -> None:
+    redis_server.flush()
+    stacks = Stacks()
+    slack = SlackApi()
+    policy = Policy(metrics={"prom": MetricsSource(url=prometheus.url, description="the test Prometheus")})
+    stack = stacks.start(slack, stack_settings(slack, redis_server.url, policy, None), None)
+    try:
+        stack.command("metrics", key="sources")
+        stack.command('metrics prom sum by (mode) (rate(node_cpu_seconds_total{mode="idle"}[5s])) since=30s', key="q")
+        stack.command("metrics nope up", key="bad")
+        for key in ("sources", "q", "bad"):
+            assert slack.wait_for(lambda key=key: slack.responses(key), 20), key
+        assert "prom: the test Prometheus" in slack.responses("sources")[0]["text"]
+        [answer] = slack.responses("q")
+        assert "1 series over the range" in answer["text"] and "mode=" in answer["text"]
+        bad = slack.responses("bad")[0]["text"]
+        assert "There is no metrics source 'nope'" in bad and "Traceback" not in bad
+    finally:
+        stacks.close()

@@ -20,8 +20,12 @@ from typing import Any
 
 import pytest
 import yaml
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
 
 from opsbot.bot.agent.prompts import CANCELLED_NOTE
+from opsbot.bot.terminal.completion import completer
+from opsbot.config.policy import MetricsSource, Policy
 from opsbot.config.settings import SAMPLE_CONFIG
 from tests.corpus.secrets import KINDS, leaks
 from tests.fakes.model_server import Call, ModelServer, Reply, tool_results
@@ -30,8 +34,7 @@ from tests.test_cancel import SLEEP, none_left, sleeping, slow_then
 
 ME = getpass.getuser()
 ANSWER = (
-    "## Why\n\n**Cause:** payments times out.\n\n"
-    "| service | errors |\n|---|---|\n| checkout | 12 |\n| payments | 3 |\n"
+    "## Why\n\n**Cause:** payments times out.\n\n| service | errors |\n|---|---|\n| checkout | 12 |\n| payments | 3 |\n"
 )
 
 
@@ -273,3 +276,14 @@ def test_an_approval_is_asked_with_the_exact_argv(terminal: Callable[..., Termin
     term.enter("y")
     screen = term.wait_for(lambda s: len(prompts(s)) == 2)
     assert screen.count("would restart payments; this sample changes nothing") == 1
+
+
+def test_tab_completes_metrics_sources_and_find() -> None:
+    tab = completer(Policy(metrics={"prod": MetricsSource(url="http://prom:9090")}))
+
+    def offered(typed: str) -> list[str]:
+        return [c.text for c in tab.get_completions(Document(typed), CompleteEvent(completion_requested=True))]
+
+    assert offered("metr") == ["metrics"]
+    assert offered("metrics pr") == ["prod"]
+    assert offered("metrics prod fi") == ["find"]

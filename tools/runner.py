@@ -140,8 +140,7 @@ def as_tool_result(done: Completed, extra: Mapping[str, Any] | None = None) -> T
     if done.cancelled:
         return ToolResult.failure(
             ErrorType.cancelled,
-            f"{name} was stopped because the user cancelled the question; "
-            "it and every process it started were killed",
+            f"{name} was stopped because the user cancelled the question; it and every process it started were killed",
             data=data,
         )
     if done.timed_out:

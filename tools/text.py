@@ -43,5 +43,5 @@ def without_cut_words(text: str, *, start: bool = False, end: bool = False) -> s
 
 
 def plural(count: int, noun: str, nouns: str | None = None) -> str:
-    """"1 line", "3 lines", "2 entries" (`nouns` where adding an s does not make the plural)."""
+    """ "1 line", "3 lines", "2 entries" (`nouns` where adding an s does not make the plural)."""
     return f"{count:,} {noun if count == 1 else (nouns or noun + 's')}"

@@ -172,4 +172,3 @@ def describe(error: ValidationError, what: str) -> str:
     more = error.error_count() - len(parts)
     text = f"{what}: " + "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
     return text[:MAX_ERROR_CHARS]
-

@@ -21,5 +21,6 @@ def completer(policy: Policy) -> NestedCompleter:
         "run": dict.fromkeys(sorted(policy.commands)),
         "config": dict.fromkeys(sorted(policy.config_files)),
         "runbook": {"list": None, "show": runbooks, "run": runbooks},
+        "metrics": {name: {"find": None} for name in sorted(policy.metrics)},
     }
     return NestedCompleter.from_nested_dict(words)

@@ -82,7 +82,7 @@ def read_config_tool(policy: Policy) -> Tool[ReadConfigArgs]:
 
 
 def brief(data: dict[str, Any]) -> str:
-    """"app.yaml: yaml, 42 lines", "app.yaml: key db.pool found", "7 files, 2 withheld" (never the value: a step line
+    """ "app.yaml: yaml, 42 lines", "app.yaml: key db.pool found", "7 files, 2 withheld" (never the value: a step line
     is no place for a config's contents)."""
     if "files" in data:
         withheld = f", {len(data['withheld'])} withheld" if data.get("withheld") else ""
@@ -190,9 +190,7 @@ def _read_in_directory(args: ReadConfigArgs, root: ConfigRoot, start: int, reque
 # ---------------------------------------------------------------- reading a file
 
 
-def _read_file(
-    args: ReadConfigArgs, root: ConfigRoot, here: Here, found: Entry, shown: str
-) -> ToolResult:
+def _read_file(args: ReadConfigArgs, root: ConfigRoot, here: Here, found: Entry, shown: str) -> ToolResult:
     data, cut = read_bytes(open_regular(root, here, *found), root.max_bytes)
     if b"\x00" in data[:8192]:
         return ToolResult.failure(ErrorType.failed, f"{shown!r} is not a text file", hint="read a text config file")

@@ -94,9 +94,7 @@ def query_journal(args: QueryLogsArgs, units: list[str], f: Filters, journalctl:
     entries = _entries(lines)
     # The level was journald's priority; level words in the text mean nothing more here. The
     # lines are journalctl's short-iso, whatever time the service declared for its own lines.
-    filters = dataclasses.replace(
-        f, min_rank=None, prefilter=prefilter_for(f.needle, None, args.regex), declared=None
-    )
+    filters = dataclasses.replace(f, min_rank=None, prefilter=prefilter_for(f.needle, None, args.regex), declared=None)
     scan = Scan(filters, args.limit)
     scan_text("\n".join(line for entry in reversed(entries) for line in entry), done.output_bytes, scan)
     if scan.stopped:

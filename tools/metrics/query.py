@@ -15,6 +15,7 @@ from ..logs import duration_seconds, time_arg
 from .args import FindMetricsArgs, QueryMetricsArgs
 from .client import Client
 from .discovery import FIND_REQUESTS, LABELLED, QUERY_REQUESTS, find, labels_of, missing_metric, named_metrics
+from .show import show_found, show_query
 from .summary import Series, instant_summary, parse_series, peak, range_summary, totals, when
 
 TIME_HINT = (
@@ -49,6 +50,7 @@ def query_metrics_tool(policy: Policy, environ: Mapping[str, str] | None = None)
         run=run,
         timeout_s=_timeout(policy, QUERY_REQUESTS),
         summarize=lambda data: str(data["summary"]),
+        show=show_query,
     )
 
 
@@ -67,6 +69,7 @@ def find_metrics_tool(policy: Policy, environ: Mapping[str, str] | None = None) 
         run=run,
         timeout_s=_timeout(policy, FIND_REQUESTS),
         summarize=lambda data: str(data["summary"]),
+        show=show_found,
     )
 
 
