@@ -39,6 +39,7 @@ from opsbot.config.settings import SAMPLE_CONFIG, LoopLimits, Settings
 from opsbot.tools.catalog import ops_tools
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Call, ModelServer, Reply, has_tools, script
+from tests.fakes.prometheus_server import PROMETHEUS, prometheus, scrape_job
 from tests.fakes.redis_server import RedisServer, free_port
 from tests.fakes.serve_process import ServeProcess
 from tests.fakes.slack_api import SlackApi
@@ -49,7 +50,6 @@ from tests.test_slack import answered, echo
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RULES = FIXTURES / "prometheus" / "opsbot-rules.yaml"
-PROMETHEUS = shutil.which("prometheus")
 PROMTOOL = shutil.which("promtool")
 needs_prometheus = pytest.mark.skipif(
     PROMETHEUS is None or PROMTOOL is None,
@@ -433,28 +433,12 @@ def test_promtool_accepts_the_exposition_and_the_alert_rules(web: str) -> None:
 def test_a_real_prometheus_scrapes_opsbot(serve: tuple[ServeProcess, SlackApi], tmp_path: Path) -> None:
     assert PROMETHEUS is not None
     process, _ = serve
-    port = free_port()
-    config = tmp_path / "prometheus.yml"
-    config.write_text(
-        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-        f"rule_files: [{json.dumps(str(RULES))}]\n"
-        "scrape_configs:\n"
-        "  - job_name: opsbot\n"
-        "    metrics_path: /metrics\n"
-        f"    static_configs: [{{targets: ['127.0.0.1:{process.port}']}}]\n"
-    )
-    log = (tmp_path / "prometheus.log").open("wb")
-    prometheus = subprocess.Popen(
-        [
-            PROMETHEUS,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={tmp_path / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=log,
-        stderr=log,
-    )
-    api = f"http://127.0.0.1:{port}/api/v1"
+    with prometheus(tmp_path, scrape_job("opsbot", f"127.0.0.1:{process.port}"), rules=RULES) as running:
+        _scraped(f"{running.url}/api/v1")
+
+
+def _scraped(api: str) -> None:
+    """What a Prometheus scraping opsbot reads of it, and its rules loaded."""
 
     def api_get(path: str) -> Any:
         return json.loads(get(api + path)[2])["data"]
@@ -466,21 +450,16 @@ def test_a_real_prometheus_scrapes_opsbot(serve: tuple[ServeProcess, SlackApi], 
         result: list[Any] = api_get("/query?query=" + quote(expr))["result"]
         return result
 
-    try:
-        assert until(target_up, 30, interval=0.2, ignore=(OSError,)), (tmp_path / "prometheus.log").read_text()
-        expr = 'opsbot_alerts_received_total{job="opsbot",source="alertmanager",outcome="queued"}'
-        assert until(lambda: queried(expr), 10, interval=0.2)
-        [series] = queried(expr)
-        assert float(series["value"][1]) == 1
-        [answered_runs] = queried('sum(opsbot_runs_total{stop_reason="answered"})')
-        assert float(answered_runs["value"][1]) == 1
-        groups = api_get("/rules")["groups"]
-        assert sorted(r["name"] for g in groups for r in g["rules"]) == [
-            "OpsbotModelFailing",
-            "OpsbotQuestionsWait",
-            "OpsbotRedisErrors",
-        ]
-    finally:
-        prometheus.terminate()
-        prometheus.wait(10)
-        log.close()
+    assert until(target_up, 30, interval=0.2, ignore=(OSError,))
+    expr = 'opsbot_alerts_received_total{job="opsbot",source="alertmanager",outcome="queued"}'
+    assert until(lambda: queried(expr), 10, interval=0.2)
+    [series] = queried(expr)
+    assert float(series["value"][1]) == 1
+    [answered_runs] = queried('sum(opsbot_runs_total{stop_reason="answered"})')
+    assert float(answered_runs["value"][1]) == 1
+    groups = api_get("/rules")["groups"]
+    assert sorted(r["name"] for g in groups for r in g["rules"]) == [
+        "OpsbotModelFailing",
+        "OpsbotQuestionsWait",
+        "OpsbotRedisErrors",
+    ]

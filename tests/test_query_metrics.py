@@ -12,7 +12,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import httpx
 import pytest
@@ -23,12 +23,13 @@ from opsbot.tools.base import Registry, ToolResult
 from opsbot.tools.catalog import ops_tools
 from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
 from tests.fakes.model_server import Call, ModelServer, Reply, tool_results
+from tests.fakes.prometheus_server import PROMETHEUS, Running, scrape_job
+from tests.fakes.prometheus_server import prometheus as real_prometheus
 from tests.fakes.redis_server import RedisServer, free_port
 from tests.fakes.slack_api import SlackApi
 from tests.fakes.slack_stack import Stacks, stack_settings
 from tests.fakes.waiting import until
 
-PROMETHEUS = shutil.which("prometheus")
 NODE_EXPORTER = shutil.which("prometheus-node-exporter")
 pytestmark = pytest.mark.skipif(
     PROMETHEUS is None or NODE_EXPORTER is None,
@@ -42,11 +43,6 @@ ONCALL = Principal(platform="cli", user="alice", groups=frozenset({"oncall"}))
 STRANGER = Principal(platform="cli", user="mallory")
 
 
-class Running(NamedTuple):
-    url: str
-    log: Path
-
-
 def _started(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
         return subprocess.Popen(argv, stdout=out, stderr=out)
@@ -56,57 +52,42 @@ def _started(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     """A real Prometheus (1s scrapes) of a real node_exporter and of itself, once targets are up
     and a few samples of node_cpu_seconds_total exist."""
-    assert PROMETHEUS is not None and NODE_EXPORTER is not None
+    assert NODE_EXPORTER is not None
     tmp = tmp_path_factory.mktemp("prometheus")
-    node_port = free_port()
-    prom_port = next(port for port in iter(free_port, None) if port != node_port)
+    node_port, prom_port = free_port(), free_port()
     # A few collectors only: a scrape must finish within the 1 s interval on a busy machine.
     collectors = ["--collector.disable-defaults", "--collector.cpu", "--collector.loadavg", "--collector.meminfo"]
     node = _started([NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{node_port}", *collectors], tmp / "node.log")
     (tmp / "targets.json").write_text(
         json.dumps([{"targets": [f"127.0.0.1:{node_port}"], "labels": {"env": "test", "api_token": TOKEN}}])
     )
-    config = tmp / "prometheus.yml"
-    config.write_text(
-        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-        "scrape_configs:\n"
+    jobs = (
         "  - job_name: node\n"
         f"    file_sd_configs: [{{files: [{json.dumps(str(tmp / 'targets.json'))}]}}]\n"
-        "  - job_name: prometheus\n"
-        f"    static_configs: [{{targets: ['127.0.0.1:{prom_port}']}}]\n"
+        + scrape_job("prometheus", f"127.0.0.1:{prom_port}")
     )
-    server = _started(
-        [
-            PROMETHEUS,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={tmp / 'data'}",
-            f"--web.listen-address=127.0.0.1:{prom_port}",
-        ],
-        tmp / "prometheus.log",
-    )
-    url = f"http://127.0.0.1:{prom_port}"
-
-    def count(expr: str) -> float:
-        answer = httpx.get(f"{url}/api/v1/query", params={"query": expr}, timeout=2).json()
-        result = answer["data"]["result"]
-        return float(result[0]["value"][1]) if result else 0.0
-
     try:
-        ready = until(
-            lambda: (
-                count('count(up{job=~"node|prometheus"} == 1)') == 2
-                and count("count_over_time(node_cpu_seconds_total[1m]) > 4") > 0
-            ),
-            60,
-            interval=0.3,
-            ignore=(httpx.HTTPError, KeyError, ValueError),  # not listening, or starting: 503 in plain text
-        )
-        assert ready, (tmp / "prometheus.log").read_text()[-3000:] + (tmp / "node.log").read_text()[-2000:]
-        yield Running(url, tmp / "prometheus.log")
+        with real_prometheus(tmp, jobs, port=prom_port) as running:
+
+            def count(expr: str) -> float:
+                answer = httpx.get(f"{running.url}/api/v1/query", params={"query": expr}, timeout=2).json()
+                result = answer["data"]["result"]
+                return float(result[0]["value"][1]) if result else 0.0
+
+            ready = until(
+                lambda: (
+                    count('count(up{job=~"node|prometheus"} == 1)') == 2
+                    and count("count_over_time(node_cpu_seconds_total[1m]) > 4") > 0
+                ),
+                60,
+                interval=0.3,
+                ignore=(httpx.HTTPError, KeyError, ValueError),
+            )
+            assert ready, running.log.read_text()[-3000:] + (tmp / "node.log").read_text()[-2000:]
+            yield running
     finally:
-        for process in (server, node):
-            process.terminate()
-            process.wait(10)
+        node.terminate()
+        node.wait(10)
 
 
 def executor(url: str, **source: Any) -> Executor:
