@@ -29,6 +29,7 @@ test: $(STAMP) .typecheck/opsbot
 bench: $(STAMP)
 	$(BIN)/python tests/bench/bench_loop.py
 	$(BIN)/python tests/bench/bench_logs.py
+	$(BIN)/python tests/bench/bench_metrics.py
 	$(BIN)/python tests/bench/bench_redaction.py
 	$(BIN)/python tests/bench/bench_slack.py
 	$(BIN)/python tests/bench/bench_startup.py
