@@ -26,7 +26,9 @@ SAMPLE_CONFIG = Path(__file__).parent / "sample" / "opsbot.yaml"
 
 class ModelSettings(Strict):
     timeout_s: float = Field(default=60.0, gt=0, description="per request to the model API")
-    max_retries: int = Field(default=2, ge=0, le=10, description="client retries on 429/5xx/timeouts")
+    max_retries: int = Field(
+        default=2, ge=0, le=10, description="client retries on 429/5xx/timeouts and on an error event inside a stream"
+    )
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_answer_tokens: int = Field(default=1024, gt=0)
     protocol: Literal["auto", "native", "react", "json"] = Field(

@@ -349,6 +349,8 @@ class _Run:
         records = [_call_record(o, agent.registry) for o in outcomes]
         if refusal is not None:
             note = "; ".join(n for n in (refusal.note(outcomes), note) if n)
+        if turn.renamed:
+            note = "; ".join(n for n in (f"tool names read as offered: {', '.join(turn.renamed)}", note) if n)
         step = Step(
             n=step_n, decision=StepDecision.tool_calls, calls=records, note=note, preamble=preamble, **_tokens(turn)
         )

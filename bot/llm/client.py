@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...tools.cancel import Cancelled
@@ -31,10 +32,11 @@ from ...tools.redact import redact_text
 from ..faults import nobody_there
 from ..messages import ToolCallSpec
 from ..telemetry import metrics, tracing
+from .harmony import read_harmony
 from .health import CHECK_TIMEOUT_S, ModelHealth, ModelState, served_names
 from .protocols import Protocol, TextReply, read, render, speaks_react
 from .reasoning import reasoning_field, split_thinking
-from .shaping import template_safe, unique_ids
+from .shaping import offered_names, template_safe, unique_ids
 from .streaming import Assembled, TextSink, assemble
 from .textcalls import calls_in_text
 from .turns import ModelTurn, ModelUnavailable, Usage
@@ -75,8 +77,10 @@ class ModelClient:
         protocol: Protocol = Protocol.auto,
         extra_body: dict[str, Any] | None = None,
         stream: bool = True,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.model = model
+        self.sleep = sleep  # between attempts after an error inside a stream (tests pass their own)
         self.base_url = base_url
         self.max_retries = max_retries
         self.timeout_s = timeout_s
@@ -164,7 +168,8 @@ class ModelClient:
             shaped = template_safe(render(protocol, shaped, tools))
         request = self._request(shaped, tools if protocol is Protocol.native else None)
         stream = self.stream and sink is not None
-        for attempt in range(3):  # at most two unsupported parameters dropped, then give up
+        adapted = failed_streams = 0
+        while True:
             try:
                 return self._send(request, protocol, stream, sink)
             except openai.APIStatusError as exc:
@@ -179,12 +184,33 @@ class ModelClient:
                     continue
                 if "tools" in request and self.configured is Protocol.auto and _refuses_tools(exc):
                     raise _RefusedTools from exc
-                if attempt < 2 and self._adapt(request, exc):
+                if adapted < 2 and self._adapt(request, exc):  # at most two unsupported parameters dropped
+                    adapted += 1
                     continue
                 raise self._unavailable(exc) from exc
             except openai.APIError as exc:
+                # An error event inside a stream (`data: {"error": ...}`: OpenRouter, LiteLLM and vLLM
+                # send one when the upstream provider fails mid-answer) arrives after a 200, so the
+                # SDK retries nothing: it is retried here as a 5xx would be.
+                if type(exc) is openai.APIError and failed_streams < self.max_retries:
+                    failed_streams += 1
+                    self._stream_failed(exc, failed_streams, sink)
+                    continue
                 raise self._unavailable(exc) from exc
-        raise AssertionError("unreachable: the loop above returns or raises")
+
+    def _stream_failed(self, exc: openai.APIError, failures: int, sink: TextSink | None) -> None:
+        """Before asking again: what was shown of the failed answer is taken back, and a pause as
+        the SDK makes between its own retries (half a second, doubling, at most 8)."""
+        log.warning(
+            "%s sent an error inside its stream (%s); asking again (%d of %d)",
+            self._where,
+            redact_text(str(exc.message))[:200],
+            failures,
+            self.max_retries,
+        )
+        if sink is not None:
+            sink.reset()
+        self.sleep(min(8.0, 0.5 * 2 ** (failures - 1)))
 
     def _request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> dict[str, Any]:
         request: dict[str, Any] = {"model": self.model, "messages": messages}
@@ -251,6 +277,9 @@ class ModelClient:
         first_token_s: float | None,
     ) -> ModelTurn:
         content, thinking = split_thinking(reply.content)
+        harmony = read_harmony(content)
+        if harmony is not None:
+            content, thinking = harmony.answer, "\n".join(part for part in (thinking, harmony.thinking) if part)
         reasoning = "\n".join(part for part in (reply.reasoning.strip(), thinking) if part)
         calls = [
             ToolCallSpec(id=c["id"], name=c["name"], arguments=c["arguments"])
@@ -258,11 +287,14 @@ class ModelClient:
             if c["name"]
         ]
         # Also on a step without tools: a call written there is not run, but it is no answer either.
-        if not calls:
+        if not calls and harmony is not None:
+            calls = [ToolCallSpec(id="", name=name, arguments=arguments) for name, arguments in harmony.calls]
+        elif not calls:
             spoken = self._spoken(protocol, content)
             if spoken is not None:
                 calls = [ToolCallSpec(id="", name=name, arguments=arguments) for name, arguments in spoken.calls]
                 content = spoken.answer
+        named = offered_names(calls, tools)
         usage = Usage(
             prompt_tokens=reply.prompt_tokens,
             completion_tokens=reply.completion_tokens,
@@ -271,11 +303,12 @@ class ModelClient:
         )
         return ModelTurn(
             content=content,
-            tool_calls=unique_ids(calls, messages),
+            tool_calls=unique_ids(named.calls, messages),
             usage=usage,
             duration_s=duration_s,
             reasoning=reasoning,
             cut=reply.finish_reason == "length",
+            renamed=tuple(named.renamed),
         )
 
     def _spoken(self, protocol: Protocol, content: str) -> TextReply | None:
@@ -394,6 +427,9 @@ class ModelClient:
             return ModelUnavailable(
                 f"{where} refused the request (HTTP {exc.status_code}: {detail})", False, exc.status_code
             )
+        if type(exc) is openai.APIError:  # an error event inside the stream, the provider's own words
+            said = redact_text(str(exc.message))[:300]
+            return ModelUnavailable(f"{where} failed while answering, after {self.max_retries + 1} attempt(s): {said}")
         return ModelUnavailable(f"{where} failed: {redact_text(str(exc))[:300]}")
 
 

@@ -11,8 +11,9 @@ never splits a call from its results (bot/messages.py).
 
 from __future__ import annotations
 
+import re
 import uuid
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..messages import ToolCallSpec
 
@@ -55,3 +56,30 @@ def unique_ids(calls: list[ToolCallSpec], messages: list[dict[str, Any]]) -> lis
 def new_id() -> str:
     # Nine letters and digits: what Mistral's templates demand, and any server accepts.
     return uuid.uuid4().hex[:9]
+
+
+_NAMESPACE = re.compile(r"^.*[.:/]")
+
+
+class Named(NamedTuple):
+    """Calls with their names as offered, and each renaming said (`functions.query_logs -> query_logs`)."""
+
+    calls: list[ToolCallSpec]
+    renamed: list[str]
+
+
+def offered_names(calls: list[ToolCallSpec], tools: list[dict[str, Any]] | None) -> Named:
+    """A call named with a namespace before an offered tool's name (`functions.query_logs`, as
+    gpt-oss writes through some servers; `tools.`, `default_api:`) gets the offered name: what
+    follows the last `.`, `:` or `/` names exactly one tool. Any other name is left for the
+    executor to refuse as unknown. Harmony tokens a server let into a name (`query_logs<|channel|>
+    commentary`, vllm-project/vllm#32587) are cut off first."""
+    offered = {tool["function"]["name"] for tool in tools or [] if "function" in tool}
+    out, renamed = [], []
+    for call in calls:
+        bare = _NAMESPACE.sub("", call.name.split("<|", 1)[0].strip())
+        if call.name not in offered and bare in offered:
+            renamed.append(f"{call.name} -> {bare}")
+            call = call.model_copy(update={"name": bare})
+        out.append(call)
+    return Named(out, renamed)

@@ -5,8 +5,8 @@ first, the arguments in pieces). Usage comes in a last chunk without choices whe
 asked for it (`stream_options.include_usage`), and not from every server.
 
 Only what is surely answer text is passed on while it streams: text that could still turn out to
-be a call written as text (`{`, a fence, `<tool_call>`, `[TOOL_CALLS]`) or thinking (`<think>`)
-is held back; a ReAct reply is shown from its `Final Answer:` on. A `</think>` arriving after
+be a call written as text (`{`, a fence, `<tool_call>`, `[TOOL_CALLS]`), Harmony channels, or
+thinking (`<think>`) is held back; a ReAct reply is shown from its `Final Answer:` on. A `</think>` arriving after
 text was shown means that text was thinking: the sink is told to forget it.
 """
 
@@ -41,7 +41,9 @@ class Assembled:
     first_token_s: float | None = None
 
 
-_MARKERS = ("{", "[", "```", "<tool_call>", "[TOOL_CALLS]", "<|python_tag|>", "<function=", "<think>")
+# Harmony: its channel headers, or with special tokens skipped, the channel names themselves.
+_HARMONY = ("<|channel|>", "<|start|>", "analysis", "commentary to=")
+_MARKERS = ("{", "[", "```", "<tool_call>", "[TOOL_CALLS]", "<|python_tag|>", "<function=", "<think>", *_HARMONY)
 _FINAL = re.compile(r"(?im)^[ \t>*#-]*(?:final[ \t_]*answer|最终答案)[ \t]*[:：][ \t]*")
 
 

@@ -3,11 +3,12 @@
 Recognised only when the whole message is a call (or several), in the shapes models are trained
 to write: a bare or fenced JSON object (`{"name": …, "arguments": {…}}`, with `parameters`, `args`
 or `input` for `arguments`, or OpenAI's own `{"type": "function", "function": {…}}`), a list of
-them, Hermes/Qwen `<tool_call>…</tool_call>` tags, Mistral's `[TOOL_CALLS]` (JSON list, or the
-newer `name[ARGS]{…}`), Llama 3.x's `<|python_tag|>` and `<function=name>{…}</function>`.
-Anything else, prose that merely quotes JSON included, stays an answer. The calls found go
-through the same validation, guards, access checks and approvals as native ones: they become the
-same `ToolCallSpec`s.
+them, Hermes/Qwen `<tool_call>…</tool_call>` tags (JSON inside, or Qwen3-Coder's XML:
+`<function=name><parameter=key>value</parameter>…</function>`, as its chat template writes it),
+Mistral's `[TOOL_CALLS]` (JSON list, or the newer `name[ARGS]{…}`), Llama 3.x's `<|python_tag|>`
+and `<function=name>{…}</function>`. Anything else, prose that merely quotes JSON included, stays
+an answer. The calls found go through the same validation, guards, access checks and approvals as
+native ones: they become the same `ToolCallSpec`s.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ _FUNCTION_TAG = re.compile(r"<function=(?P<name>[\w.-]+)>\s*(?P<body>.*?)\s*</fu
 _MISTRAL_ARGS = re.compile(
     r"(?P<name>[\w.-]+)\[ARGS\](?P<body>\{.*?\})(?=\s*(?:\[TOOL_CALLS\]|[\w.-]+\[ARGS\]|\Z))", re.S
 )
+_PARAMETER = re.compile(r"\s*<parameter=(?P<key>[^>\s]+)>\n?(?P<value>.*?)\n?</parameter>\s*", re.S)
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 _ALLOWED_KEYS = frozenset({"name", "type", "id", *_ARGUMENT_KEYS})
 
@@ -56,7 +58,8 @@ def _tagged(text: str) -> list[TextCall] | None:
     for match in _TAGGED.finditer(text):
         if text[end : match.start()].strip():
             return None  # prose between the tags
-        found = _json_calls(match.group("body"))
+        body = match.group("body")
+        found = _function_tags(body) if body.startswith("<function=") else _json_calls(body)
         if found is None:
             return None
         calls += found
@@ -71,6 +74,8 @@ def _function_tags(text: str) -> list[TextCall] | None:
     end = 0
     for match in _FUNCTION_TAG.finditer(text):
         arguments = _object(match.group("body"))
+        if arguments is None:
+            arguments = _parameters(match.group("body"))
         if text[end : match.start()].strip() or arguments is None:
             return None
         calls.append(TextCall(match.group("name"), json.dumps(arguments)))
@@ -135,6 +140,28 @@ def _call(item: Any) -> TextCall | None:
     if isinstance(arguments, dict):
         return TextCall(name, json.dumps(arguments))
     return None
+
+
+def _parameters(body: str) -> dict[str, Any] | None:
+    """Qwen3-Coder's `<parameter=key>value</parameter>` list, and nothing else. A value is text; one
+    written as a JSON object or list is that (the executor checks every value against the tool)."""
+    arguments: dict[str, Any] = {}
+    end = 0
+    for match in _PARAMETER.finditer(body):
+        if match.start() != end:
+            return None
+        value = match.group("value")
+        structured = _json_value(value) if value.lstrip().startswith(("{", "[")) else None
+        arguments[match.group("key")] = value if structured is None else structured
+        end = match.end()
+    return arguments if end == len(body) else None
+
+
+def _json_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def _object(text: str) -> dict[str, Any] | None:

@@ -34,6 +34,8 @@ class ModelTurn:
     # The model stopped at its output limit (`finish_reason: length`): an answer is incomplete,
     # a call's arguments are cut.
     cut: bool = False
+    # Calls written with a namespace before an offered tool's name, mapped to it: for the step log.
+    renamed: tuple[str, ...] = ()
 
 
 @dataclass

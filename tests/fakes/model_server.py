@@ -43,7 +43,9 @@ class Reply:
     makes the server ignore a request's `"stream": true` and answer one JSON body, one way a
     server that cannot stream answers (the openai client then finds no events in it; a server
     that refuses instead is an error reply, e.g. llama.cpp's in `tests/fakes/servers.py`).
-    `chunk_delay_s` spaces the streamed chunks, so a test can see the first one arrive early."""
+    `chunk_delay_s` spaces the streamed chunks, so a test can see the first one arrive early.
+    `stream_error` ends a stream halfway with that error event (`data: {"error": {...}}`) and no
+    `[DONE]`, as OpenRouter and LiteLLM do when the upstream provider fails mid-answer."""
 
     content: str | None = None
     calls: list[Call] = field(default_factory=list)
@@ -55,6 +57,7 @@ class Reply:
     reasoning: str | None = None
     stream: bool = True
     chunk_delay_s: float = 0.0
+    stream_error: dict[str, Any] | None = None
 
 
 Policy = Callable[[dict[str, Any]], Reply]
@@ -181,11 +184,15 @@ class ModelServer:
                 for key, value in reply.headers.items():
                     self.send_header(key, value)
                 self.end_headers()
-                for chunk in chunks:
+                sent = chunks[: len(chunks) // 2] if reply.stream_error else chunks
+                for chunk in sent:
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
                     if reply.chunk_delay_s:
                         server._closing.wait(reply.chunk_delay_s)
+                if reply.stream_error:
+                    self.wfile.write(f"data: {json.dumps({'error': reply.stream_error})}\n\n".encode())
+                    return
                 self.wfile.write(b"data: [DONE]\n\n")
 
             def log_message(self, *args: Any) -> None:

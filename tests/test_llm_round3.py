@@ -1,0 +1,162 @@
+"""What real servers send, round three (issue 30): gpt-oss's Harmony passed through as text, calls
+named behind a namespace, Qwen3-Coder's XML calls, and an error event inside a stream. Each case
+through the whole loop, the real `openai` client and real HTTP (tests/fakes/model_server.py),
+citing where the behaviour is documented or reported."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+import pytest
+
+from opsbot.bot.agent import Agent
+from opsbot.bot.agent import Reply as AgentReply
+from opsbot.bot.agent.reply import StopReason
+from opsbot.bot.llm import ModelClient
+from opsbot.bot.memory import InProcessMemory
+from opsbot.config.settings import LoopLimits, Settings
+from opsbot.tools.catalog import ops_tools
+from tests.fakes.model_server import Call, ModelServer, Reply
+
+ANSWER = "checkout's 502s come from payments timing out"
+ARGS = '{"service": "checkout", "level": "ERROR"}'
+
+
+class Asked(NamedTuple):
+    reply: AgentReply
+    pauses: list[float]  # between attempts after an error inside a stream
+    requests: list[dict[str, Any]]
+
+
+def ask(written: str | list[Reply], sample: Settings, *, stream: bool = True, retries: int = 0) -> Asked:
+    """The question asked of a model that writes `written` (its first reply) and then answers."""
+    first = [Reply(content=written)] if isinstance(written, str) else written
+    replies = iter([*first, Reply(content=ANSWER)])
+
+    def script(body: dict[str, Any]) -> Reply:
+        return next(replies)
+
+    pauses: list[float] = []
+    with ModelServer(script) as server:
+        model = ModelClient(
+            model="scripted", base_url=server.base_url, max_retries=retries, stream=stream, sleep=pauses.append
+        )
+        agent = Agent(model, InProcessMemory(), tools=ops_tools(sample.policy), limits=LoopLimits())
+        reply = agent.run("why is checkout returning 502s?", thread="t")
+    return Asked(reply, pauses, server.requests)
+
+
+def run(written: str | list[Reply], sample: Settings, *, stream: bool = True) -> AgentReply:
+    return ask(written, sample, stream=stream).reply
+
+
+def calls_of(reply: AgentReply) -> list[tuple[str, str]]:
+    return [(c.tool, c.status) for s in reply.steps for c in s.calls]
+
+
+# ---------------------------------------------------------------- gpt-oss: Harmony as text
+
+# OpenAI's harmony guide (cookbook.openai.com/articles/openai-harmony, "Receiving tool calls"):
+# the recipient after the channel, or before it in the header; `<|constrain|>json`; `<|call|>`.
+HARMONY_CALLS = [
+    "<|channel|>analysis<|message|>Need checkout's errors.<|end|>"
+    f"<|start|>assistant<|channel|>commentary to=functions.query_logs <|constrain|>json<|message|>{ARGS}<|call|>",
+    f"<|start|>assistant to=functions.query_logs<|channel|>commentary json<|message|>{ARGS}<|call|>",
+    # Special tokens skipped by the server (oobabooga/textgen#7374: `analysisUser says ...assistantfinal...`).
+    f"analysisNeed checkout's errors.assistantcommentary to=functions.query_logs json{ARGS}",
+]
+
+
+@pytest.mark.parametrize("written", HARMONY_CALLS)
+@pytest.mark.parametrize("stream", [True, False])
+def test_gpt_oss_harmony_calls_written_as_text_are_run(written: str, stream: bool, sample: Settings) -> None:
+    reply = run(written, sample, stream=stream)
+    assert reply.stop_reason == StopReason.answered and reply.text == ANSWER and reply.checked
+    assert calls_of(reply) == [("query_logs", "ok")]
+    assert "<|" not in json.dumps(reply.model_dump(mode="json"))
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "<|channel|>analysis<|message|>The logs say payments times out.<|end|>"
+        f"<|start|>assistant<|channel|>final<|message|>{ANSWER}<|return|>",
+        f"analysisThe logs say payments times out.assistantfinal{ANSWER}",
+    ],
+)
+def test_gpt_oss_harmony_answer_is_the_final_channel_and_the_analysis_is_thinking(
+    written: str, sample: Settings
+) -> None:
+    reply = run([Reply(calls=[Call("query_logs", json.loads(ARGS))]), Reply(content=written)], sample)
+    assert reply.stop_reason == StopReason.answered
+    assert reply.text.startswith(ANSWER) and "payments times out." not in reply.text.replace(ANSWER, "")
+    assert "analysis" not in reply.text and "<|" not in reply.text
+
+
+# ---------------------------------------------------------------- names behind a namespace
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "functions.query_logs",  # gpt-oss through some servers (cubist38/mlx-openai-server#51, tontinton/maki#518)
+        "tools.query_logs",
+        "default_api:query_logs",
+        "query_logs<|channel|>commentary",  # special tokens in the name (vllm-project/vllm#32587)
+    ],
+)
+def test_a_call_named_behind_a_namespace_runs_the_offered_tool_and_says_so(name: str, sample: Settings) -> None:
+    reply = run([Reply(calls=[Call(name, json.loads(ARGS))])], sample)
+    assert reply.stop_reason == StopReason.answered and reply.text == ANSWER
+    assert calls_of(reply) == [("query_logs", "ok")]
+    assert f"{name} -> query_logs" in (reply.steps[0].note or "")
+
+
+def test_a_name_that_is_no_offered_tool_behind_its_namespace_stays_unknown(sample: Settings) -> None:
+    reply = run([Reply(calls=[Call("functions.query_everything", {})])], sample)
+    assert calls_of(reply) == [("functions.query_everything", "unknown_tool")]
+
+
+# ---------------------------------------------------------------- Qwen3-Coder's XML calls
+
+# Qwen3-Coder's chat template and vLLM's qwen3coder tool parser: `<function=NAME>` holding one
+# `<parameter=KEY>` per argument, values on their own lines.
+QWEN_XML = (
+    "<tool_call>\n<function=query_logs>\n<parameter=service>\ncheckout\n</parameter>\n"
+    "<parameter=level>\nERROR\n</parameter>\n<parameter=limit>\n5\n</parameter>\n</function>\n</tool_call>"
+)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_qwen3_coder_xml_calls_are_run_with_their_parameters(stream: bool, sample: Settings) -> None:
+    reply = run(QWEN_XML, sample, stream=stream)
+    assert reply.stop_reason == StopReason.answered and reply.text == ANSWER
+    assert calls_of(reply) == [("query_logs", "ok")]
+    assert "<function=" not in reply.text
+    assert reply.steps[0].calls[0].args == {"service": "checkout", "level": "ERROR", "limit": "5"}
+
+
+# ---------------------------------------------------------------- an error event inside a stream
+
+# OpenRouter ("Errors" > "Error during streaming": `data: {"error": ...}` after a 200) and LiteLLM
+# send an error event when the upstream provider fails mid-answer; the openai SDK raises it as an
+# APIError after the 200, which it does not retry.
+UPSTREAM = {"message": "Provider returned error: upstream overloaded", "code": 502}
+
+
+def test_an_error_event_in_the_stream_is_asked_again_like_a_5xx(sample: Settings) -> None:
+    broken = Reply(content="checkout's 502s come from", stream_error=UPSTREAM)
+    asked = ask([broken], sample, retries=2)
+    assert asked.reply.stop_reason == StopReason.answered and asked.reply.text == ANSWER
+    assert asked.pauses == [0.5] and len(asked.requests) == 2
+
+
+def test_an_error_event_every_time_ends_as_model_unavailable_with_the_providers_words(sample: Settings) -> None:
+    broken = Reply(content="checkout's 502s come from", stream_error=UPSTREAM)
+    asked = ask([broken, broken, broken], sample, retries=2)
+    reply = asked.reply
+    assert reply.stop_reason == StopReason.llm_unavailable
+    assert asked.pauses == [0.5, 1.0] and len(asked.requests) == 3
+    assert reply.fault is not None and not reply.fault.lasting
+    assert "upstream overloaded" in reply.fault.detail and "after 3 attempt(s)" in reply.fault.detail
