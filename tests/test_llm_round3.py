@@ -160,3 +160,101 @@ def test_an_error_event_every_time_ends_as_model_unavailable_with_the_providers_
     assert asked.pauses == [0.5, 1.0] and len(asked.requests) == 3
     assert reply.fault is not None and not reply.fault.lasting
     assert "upstream overloaded" in reply.fault.detail and "after 3 attempt(s)" in reply.fault.detail
+
+
+# ---------------------------------------------------------------- tool-call deltas, however a server streams them
+
+LOGS_CALL = {"name": "query_logs", "arguments": ARGS}
+UPTIME = {"name": "run_command", "arguments": '{"command": "uptime"}'}
+
+
+def pieces(text: str, size: int = 7) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+DELTA_SHAPES = {
+    # OpenAI's own: id and name first, then the arguments in pieces, all under one index.
+    "openai": [
+        {"index": 0, "id": "c1", "type": "function", "function": {"name": "query_logs", "arguments": ""}},
+        *({"index": 0, "function": {"arguments": p}} for p in pieces(ARGS)),
+    ],
+    # No index at all: the pieces continue the call they follow.
+    "no index": [
+        {"id": "c1", "type": "function", "function": {"name": "query_logs", "arguments": ""}},
+        *({"function": {"arguments": p}} for p in pieces(ARGS)),
+    ],
+    # The id and the whole name again in every delta.
+    "id and name repeated": [
+        {"index": 0, "id": "c1", "type": "function", "function": {"name": "query_logs", "arguments": p}}
+        for p in pieces(ARGS)
+    ],
+    # Each delta carries the arguments so far, not the new piece.
+    "cumulative arguments": [
+        {"index": 0, "id": "c1", "type": "function", "function": {"name": "query_logs", "arguments": ARGS[:n]}}
+        for n in range(8, len(ARGS) + 1, 8)
+    ]
+    + [{"index": 0, "function": {"arguments": ARGS}}],
+}
+
+
+@pytest.mark.parametrize("shape", sorted(DELTA_SHAPES))
+def test_tool_call_deltas_are_assembled_however_they_come(shape: str, sample: Settings) -> None:
+    reply = run([Reply(call_deltas=DELTA_SHAPES[shape], finish_reason="tool_calls")], sample)
+    assert reply.stop_reason == StopReason.answered and reply.text == ANSWER
+    assert calls_of(reply) == [("query_logs", "ok")]
+    assert reply.steps[0].calls[0].args == json.loads(ARGS)
+
+
+@pytest.mark.parametrize(
+    "deltas",
+    [
+        # Parallel calls, each under index 0 with its own id.
+        [
+            {"index": 0, "id": "c1", "type": "function", "function": LOGS_CALL},
+            {"index": 0, "id": "c2", "type": "function", "function": UPTIME},
+        ],
+        # Whole calls without index or id, one after the other.
+        [{"type": "function", "function": LOGS_CALL}, {"type": "function", "function": UPTIME}],
+    ],
+)
+def test_parallel_calls_stay_apart_whatever_their_indexes(deltas: list[dict[str, Any]], sample: Settings) -> None:
+    reply = run([Reply(call_deltas=deltas, finish_reason="tool_calls")], sample)
+    assert sorted(calls_of(reply)) == [("query_logs", "ok"), ("run_command", "ok")]
+
+
+# ---------------------------------------------------------------- every way a reply can end is said
+
+# OpenAI's chat completions: finish_reason is stop, length, tool_calls, content_filter or
+# function_call; `refusal` holds the model's refusal. Other servers add their own values.
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_reply_a_content_filter_stopped_says_so_beside_what_came(stream: bool, sample: Settings) -> None:
+    reply = run([Reply(content="checkout's 502s come", finish_reason="content_filter")], sample, stream=stream)
+    assert reply.stop_reason == StopReason.answered
+    assert reply.text.startswith("checkout's 502s come")
+    assert "content filter stopped the model's reply (finish_reason: content_filter)" in reply.text
+    assert reply.ended is not None and "content_filter" in reply.ended
+
+
+@pytest.mark.parametrize("reason", ["content_filter", "insufficient_system_resource", "abort\u202e"])
+def test_a_reply_with_nothing_in_it_says_how_it_ended_instead_of_nothing(reason: str, sample: Settings) -> None:
+    asked = ask([Reply(content="", finish_reason=reason)], sample)
+    reply = asked.reply
+    assert reply.stop_reason == StopReason.no_answer and reply.ended is not None
+    assert reply.text.startswith("I stopped: ") and "replied with nothing" not in reply.text
+    assert "\u202e" not in reply.text  # a server's word is shown inert
+    assert len(asked.requests) == 1, "a filtered reply is not asked for again"
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_refusal_is_the_answer_in_the_models_words(stream: bool, sample: Settings) -> None:
+    reply = run([Reply(content=None, refusal="I can't help with that request.")], sample, stream=stream)
+    assert reply.text == "The model declined to answer: I can't help with that request."
+    assert reply.ended == "the model declined to answer"
+
+
+def test_plain_ends_say_nothing_more(sample: Settings) -> None:
+    for reason in ("stop", "eos", "end_turn"):
+        reply = run([Reply(content=ANSWER, finish_reason=reason)], sample)
+        assert reply.text == ANSWER and reply.ended is None

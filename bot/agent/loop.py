@@ -51,12 +51,14 @@ from .prompts import (
     cancelled_text,
     continue_note,
     cut_call,
+    ended_text,
     final_note,
     llm_unavailable_text,
     memory_unavailable_text,
     no_model_text,
     nudge_drift,
     nudge_empty,
+    refused_text,
     stopped_text,
 )
 from .reply import CallRecord, Progress, Reply, Step, StepDecision, StopReason
@@ -242,7 +244,8 @@ class _Run:
         """A step that runs no call: the answer (or the part of it before the output limit, to be
         continued), or none (nudged once while tools are on offer)."""
         # Tool calls on a step without tools are not run; what came with them is only a preamble.
-        answer = "" if turn.tool_calls else turn.content.strip()
+        answer = "" if turn.tool_calls else (turn.content.strip() or _refused(turn))
+        ended = ended_text(turn.finish_reason) or ("the model declined to answer" if turn.refusal else None)
         preamble = self._preamble(turn, len(self.steps) + 1)
         decision = (
             StepDecision.tool_calls_ignored
@@ -258,9 +261,10 @@ class _Run:
             self.notes.append((len(turn_blocks), Block(messages=[Message.assistant(self.partial), continue_note()])))
             return _AskAgain(stop)
         answer = self._joined(answer, turn.content, turn.cut)
-        step = Step(n=len(self.steps) + 1, decision=decision, preamble=preamble, **_tokens(turn))
-        # A nudge only while tools are on offer: on a last, tool-less step the reply says why it stopped.
-        if not answer and not self.nudged_empty and stop is None:
+        step = Step(n=len(self.steps) + 1, decision=decision, preamble=preamble, note=ended, **_tokens(turn))
+        # A nudge only while tools are on offer: on a last, tool-less step the reply says why it
+        # stopped. A reply a filter stopped is not asked for again: it would be stopped again.
+        if not answer and not self.nudged_empty and stop is None and ended is None:
             self.nudged_empty = True
             self.notes.append((len(turn_blocks), Block(messages=[nudge_empty()])))
             self._record(step, [], turn)
@@ -268,8 +272,11 @@ class _Run:
         self._record(step, [], turn)
         if not answer:
             found = findings_text(self.outcomes)
-            return _Finished(self.reply(stopped_text(stop, self.steps, found), stop or StopReason.no_answer))
-        return _Finished(self._finish(state, turn_blocks, answer, stop or StopReason.answered))
+            text = stopped_text(stop, self.steps, found, why=ended)
+            return _Finished(self.reply(text, stop or StopReason.no_answer, ended=ended))
+        if ended is not None and not turn.refusal:
+            answer += f"\n\n({ended[0].upper()}{ended[1:]}.)"
+        return _Finished(self._finish(state, turn_blocks, answer, stop or StopReason.answered, ended))
 
     def _cancelled(self) -> Reply:
         """The question given up: the thread's memory says so (every call stored has its result),
@@ -294,7 +301,9 @@ class _Run:
         known = [m.to_api() for b in [*state.blocks, *turn_blocks] for m in b.messages]
         return dataclasses.replace(turn, tool_calls=unique_ids(turn.tool_calls, known))
 
-    def _finish(self, state: ThreadState, turn_blocks: list[Block], answer: str, reason: StopReason) -> Reply:
+    def _finish(
+        self, state: ThreadState, turn_blocks: list[Block], answer: str, reason: StopReason, ended: str | None = None
+    ) -> Reply:
         # Before the answer is stored and the thread folded: a person has it from here on.
         self.first_answer_s = self._since(self.partial_shown_at or self.shown_at or time.monotonic())
         turn_blocks.append(Block(messages=[Message.assistant(answer)]))
@@ -303,13 +312,13 @@ class _Run:
         except MemoryUnavailable as exc:
             # The answer exists: give it, and say it may not be remembered.
             _log("answer_unsaved", thread=self.thread, run=self.run_id, error=str(exc))
-            return self.reply(answer + UNSAVED_ANSWER, reason)
+            return self.reply(answer + UNSAVED_ANSWER, reason, ended=ended)
         try:
             self._fold(state, turn_blocks)
         except MemoryUnavailable as exc:
             # The answer is stored; the window stays over budget and is folded next turn.
             _log("fold_failed", thread=self.thread, run=self.run_id, error=str(exc))
-        return self.reply(answer, reason, checked=bool(self.outcomes) or not len(self.agent.registry))
+        return self.reply(answer, reason, checked=bool(self.outcomes) or not len(self.agent.registry), ended=ended)
 
     def _tool_step(self, turn: ModelTurn, guard: LoopGuard, budget: CallBudget, turn_blocks: list[Block]) -> _AskAgain:
         """Run a step's calls and add its block to the turn; the model is asked again, without
@@ -472,7 +481,15 @@ class _Run:
         )
         self.progress.on_step(step)
 
-    def reply(self, text: str, reason: StopReason, checked: bool = True, *, fault: Fault | None = None) -> Reply:
+    def reply(
+        self,
+        text: str,
+        reason: StopReason,
+        checked: bool = True,
+        *,
+        fault: Fault | None = None,
+        ended: str | None = None,
+    ) -> Reply:
         return Reply(
             thread=self.thread,
             text=redact_text(text),
@@ -484,6 +501,7 @@ class _Run:
             checked=checked,
             run_id=self.run_id,
             fault=fault,
+            ended=ended,
         )
 
     def _known(self, tool: str) -> bool:
@@ -491,6 +509,10 @@ class _Run:
 
     def _since(self, moment: float) -> float:
         return max(moment - self.started, 0.0)
+
+
+def _refused(turn: ModelTurn) -> str:
+    return refused_text(turn.refusal) if turn.refusal else ""
 
 
 def _log(event: str, **fields: Any) -> None:

@@ -6,6 +6,7 @@ from collections import Counter
 
 from ...config.settings import LoopLimits
 from ...tools.base import ErrorType, ToolResult
+from ...tools.inert import inert
 from ..faults import SET_A_MODEL, Fault, Part
 from ..llm import ModelUnavailable
 from ..memory import MemoryUnavailable
@@ -95,9 +96,30 @@ _STOPPED_BECAUSE = {
 }
 
 
-def stopped_text(reason: StopReason | None, steps: list[Step], found: str) -> str:
-    """The reply when the loop stops without a model answer: truthfully why, and what the tools found."""
-    why = _STOPPED_BECAUSE.get(reason, "the model replied with nothing, twice") if reason is not None else None
+# Finish reasons that say nothing a person needs to hear: a plain end, calls (`function_call` is
+# the legacy name), the output limit (handled by continuing), and other servers' names for a plain end.
+_PLAIN_ENDS = frozenset({"stop", "tool_calls", "function_call", "length", "eos", "end_turn", "stop_sequence"})
+
+
+def ended_text(finish_reason: str | None) -> str | None:
+    """How a reply ended, for people, when that is news: a content filter, or a reason opsbot does
+    not know (said as the server wrote it, made inert and short)."""
+    if finish_reason is None or finish_reason.lower() in _PLAIN_ENDS:
+        return None
+    if finish_reason.lower() in ("content_filter", "safety"):
+        return f"the provider's content filter stopped the model's reply (finish_reason: {finish_reason})"
+    return f"the model's reply ended for a reason opsbot does not know (finish_reason: {inert(finish_reason[:60])})"
+
+
+def refused_text(refusal: str) -> str:
+    """The answer when the model declined (OpenAI's `refusal`), in its own words."""
+    return f"The model declined to answer: {refusal}"
+
+
+def stopped_text(reason: StopReason | None, steps: list[Step], found: str, why: str | None = None) -> str:
+    """The reply when the loop stops without a model answer: truthfully why (`why`, else the
+    reason's own words), and what the tools found."""
+    why = why or (_STOPPED_BECAUSE.get(reason, "the model replied with nothing, twice") if reason is not None else None)
     done = calls_done(steps)
     parts = [f"I stopped: {why or 'the model replied with nothing, twice'}."]
     if found:

@@ -94,6 +94,11 @@ class Reply(BaseModel):
         description="False when the model answered without any tool result in this turn though tools were "
         "offered: nothing it says was checked against the systems (front ends say so)",
     )
+    ended: str | None = Field(
+        default=None,
+        description="how the model's reply ended when that is news (a content filter, a refusal, a finish "
+        "reason opsbot does not know): also said in the text",
+    )
     fault: Fault | None = Field(
         default=None,
         description="the model or Redis failed (llm_unavailable, no_model, memory_unavailable): the text says it "

@@ -309,6 +309,8 @@ class ModelClient:
             reasoning=reasoning,
             cut=reply.finish_reason == "length",
             renamed=tuple(named.renamed),
+            finish_reason=reply.finish_reason,
+            refusal=reply.refusal.strip(),
         )
 
     def _spoken(self, protocol: Protocol, content: str) -> TextReply | None:
@@ -468,6 +470,7 @@ def _whole(response: Any) -> Assembled:
     return Assembled(
         content=message.content or "",
         reasoning=reasoning_field(message),
+        refusal=getattr(message, "refusal", None) or "",
         calls={
             index: {"id": c.id or "", "name": c.function.name or "", "arguments": c.function.arguments or ""}
             for index, c in enumerate(message.tool_calls or [])

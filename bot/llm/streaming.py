@@ -12,6 +12,7 @@ text was shown means that text was thinking: the sink is told to forget it.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterable
@@ -34,6 +35,7 @@ class TextSink(Protocol):
 class Assembled:
     content: str = ""
     reasoning: str = ""
+    refusal: str = ""
     calls: dict[int, dict[str, str]] = field(default_factory=dict)  # index -> id, name, arguments
     finish_reason: str | None = None
     prompt_tokens: int = 0
@@ -61,6 +63,9 @@ def assemble(chunks: Iterable[Any], started: float, speech: Speech, sink: TextSi
             if out.first_token_s is None and (delta.content or delta.tool_calls or _reasoning(delta)):
                 out.first_token_s = time.monotonic() - started
             out.reasoning += _reasoning(delta)
+            refusal = getattr(delta, "refusal", None)
+            if isinstance(refusal, str):
+                out.refusal += refusal
             if delta.content:
                 out.content += delta.content
                 gate.add(delta.content)
@@ -82,16 +87,46 @@ def _reasoning(delta: Any) -> str:
 
 
 def _add_call(calls: dict[int, dict[str, str]], delta: Any) -> None:
-    index = delta.index if delta.index is not None else len(calls)
-    call = calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
-    if delta.id:
-        call["id"] = delta.id
-    function = delta.function
-    if function is not None:
-        if function.name:
-            call["name"] += function.name
-        if function.arguments:
-            call["arguments"] += function.arguments
+    """One `tool_calls[]` delta into the calls so far. OpenAI sends the id and whole name first, then
+    the arguments in pieces, all under one index; servers differ, so: a delta without an index
+    continues the last call unless it brings a new id; an id other than the one under its index
+    starts another call (parallel calls all sent as index 0); a name sent again whole, and
+    arguments sent again from their start (cumulative pieces) or as an object, are not doubled."""
+    index = getattr(delta, "index", None)
+    given_id = getattr(delta, "id", None) or ""
+    function = getattr(delta, "function", None)
+    name = (getattr(function, "name", None) or "") if function is not None else ""
+    if index is None:
+        last = max(calls, default=None)
+        index = last if last is not None and not _another(calls[last], given_id, name) else len(calls)
+    call = calls.get(index)
+    if call is not None and given_id and call["id"] and given_id != call["id"]:
+        index = max(calls) + 1
+        call = None
+    if call is None:
+        call = calls[index] = {"id": "", "name": "", "arguments": ""}
+    if given_id:
+        call["id"] = given_id
+    if function is None:
+        return
+    if name and not (call["name"] and name.startswith(call["name"])):
+        call["name"] += name
+    elif name:
+        call["name"] = name  # sent again whole
+    arguments = getattr(function, "arguments", None)
+    if isinstance(arguments, dict):
+        call["arguments"] = json.dumps(arguments)
+    elif arguments:
+        sofar = call["arguments"]
+        call["arguments"] = arguments if len(sofar) > 1 and arguments.startswith(sofar) else sofar + arguments
+
+
+def _another(last: dict[str, str], given_id: str, name: str) -> bool:
+    """Whether a delta without an index starts a call after `last`: it brings another id, or,
+    without one, another name once `last` has its arguments (a name's pieces come before them)."""
+    if given_id:
+        return bool(last["id"]) and given_id != last["id"]
+    return bool(name and last["name"] and last["arguments"]) and not name.startswith(last["name"])
 
 
 class _Gate:

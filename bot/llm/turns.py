@@ -36,6 +36,8 @@ class ModelTurn:
     cut: bool = False
     # Calls written with a namespace before an offered tool's name, mapped to it: for the step log.
     renamed: tuple[str, ...] = ()
+    finish_reason: str | None = None  # as the server said it; the loop words the unusual ones
+    refusal: str = ""  # OpenAI's `refusal`: the model declined, and this is why
 
 
 @dataclass

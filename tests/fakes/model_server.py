@@ -58,6 +58,9 @@ class Reply:
     stream: bool = True
     chunk_delay_s: float = 0.0
     stream_error: dict[str, Any] | None = None
+    # Streamed instead of the deltas OpenAI would send for `calls`: each a `tool_calls[]` entry, one per chunk.
+    call_deltas: list[dict[str, Any]] | None = None
+    refusal: str | None = None  # OpenAI's `refusal` field: the model declined
 
 
 Policy = Callable[[dict[str, Any]], Reply]
@@ -222,6 +225,8 @@ class ModelServer:
 
     def _message(self, reply: Reply, number: int) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.refusal is not None:
+            message["refusal"] = reply.refusal
         if reply.reasoning is not None:
             message[self.wire.reasoning_field] = reply.reasoning
         if reply.calls:
@@ -282,7 +287,10 @@ class ModelServer:
         field_name = self.wire.reasoning_field
         chunks += [chunk({field_name: piece}) for piece in words(reply.reasoning or "")]
         chunks += [chunk({"content": piece}) for piece in words(reply.content or "")]
-        for index, call in enumerate(message.get("tool_calls", [])):
+        chunks += [chunk({"refusal": piece}) for piece in words(reply.refusal or "")]
+        if reply.call_deltas is not None:
+            chunks += [chunk({"tool_calls": [delta]}) for delta in reply.call_deltas]
+        for index, call in enumerate(message.get("tool_calls", []) if reply.call_deltas is None else []):
             head = {"index": index, "id": call["id"], "type": "function", "function": dict(call["function"])}
             if self.wire.whole_call_deltas:
                 chunks.append(chunk({"tool_calls": [head]}))
