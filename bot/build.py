@@ -25,6 +25,7 @@ def build_model(settings: Settings) -> ModelClient | None:
         protocol=Protocol(settings.llm.protocol),
         extra_body=settings.llm.extra_body,
         stream=settings.llm.stream,
+        stream_idle_timeout_s=settings.llm.stream_idle_timeout_s,
     )
 
 

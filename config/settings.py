@@ -37,6 +37,12 @@ class ModelSettings(Strict):
         "servers without it, or auto (native, switching to ReAct for an endpoint that refuses tools)",
     )
     stream: bool = Field(default=True, description="stream replies, so answers show as they are written")
+    stream_idle_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=600,
+        description="a stream that sends nothing for this long is given up and asked again once",
+    )
     extra_body: dict[str, Any] = Field(
         default_factory=dict,
         description="server-specific request fields passed through as they are (vLLM, Ollama, LiteLLM options)",

@@ -29,7 +29,9 @@ class Asked(NamedTuple):
     requests: list[dict[str, Any]]
 
 
-def ask(written: str | list[Reply], sample: Settings, *, stream: bool = True, retries: int = 0) -> Asked:
+def ask(
+    written: str | list[Reply], sample: Settings, *, stream: bool = True, retries: int = 0, **client: Any
+) -> Asked:
     """The question asked of a model that writes `written` (its first reply) and then answers."""
     first = [Reply(content=written)] if isinstance(written, str) else written
     replies = iter([*first, Reply(content=ANSWER)])
@@ -40,7 +42,12 @@ def ask(written: str | list[Reply], sample: Settings, *, stream: bool = True, re
     pauses: list[float] = []
     with ModelServer(script) as server:
         model = ModelClient(
-            model="scripted", base_url=server.base_url, max_retries=retries, stream=stream, sleep=pauses.append
+            model="scripted",
+            base_url=server.base_url,
+            max_retries=retries,
+            stream=stream,
+            sleep=pauses.append,
+            **client,
         )
         agent = Agent(model, InProcessMemory(), tools=ops_tools(sample.policy), limits=LoopLimits())
         reply = agent.run("why is checkout returning 502s?", thread="t")
@@ -258,3 +265,20 @@ def test_plain_ends_say_nothing_more(sample: Settings) -> None:
     for reason in ("stop", "eos", "end_turn"):
         reply = run([Reply(content=ANSWER, finish_reason=reason)], sample)
         assert reply.text == ANSWER and reply.ended is None
+
+
+# ---------------------------------------------------------------- a stream that goes silent
+
+SILENT = Reply(content="checkout's 502s come from payments timing", chunk_delay_s=5.0)
+
+
+def test_a_stream_that_goes_silent_is_given_up_and_asked_again_once(sample: Settings) -> None:
+    asked = ask([SILENT], sample, stream_idle_timeout_s=0.3)
+    assert asked.reply.stop_reason == StopReason.answered and asked.reply.text == ANSWER
+    assert len(asked.requests) == 2
+
+
+def test_a_stream_silent_twice_is_model_unavailable_saying_so(sample: Settings) -> None:
+    reply = ask([SILENT, SILENT], sample, stream_idle_timeout_s=0.3).reply
+    assert reply.stop_reason == StopReason.llm_unavailable
+    assert reply.fault is not None and "went silent for 0.3s in the middle of its answer, twice" in reply.fault.detail

@@ -77,6 +77,7 @@ class ModelClient:
         protocol: Protocol = Protocol.auto,
         extra_body: dict[str, Any] | None = None,
         stream: bool = True,
+        stream_idle_timeout_s: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.model = model
@@ -88,6 +89,7 @@ class ModelClient:
         self.max_answer_tokens = max_answer_tokens
         self.extra_body = dict(extra_body or {})
         self.stream = stream
+        self.stream_idle_timeout_s = stream_idle_timeout_s
         self.usage_in_stream = True  # `stream_options.include_usage`: not every server takes it
         self.configured = protocol
         # What this endpoint has shown it speaks and takes; learnt once, kept for the process.
@@ -168,10 +170,20 @@ class ModelClient:
             shaped = template_safe(render(protocol, shaped, tools))
         request = self._request(shaped, tools if protocol is Protocol.native else None)
         stream = self.stream and sink is not None
-        adapted = failed_streams = 0
+        adapted = failed_streams = silent_streams = 0
         while True:
             try:
                 return self._send(request, protocol, stream, sink)
+            except _WentSilent as silent:
+                if silent_streams == 0:
+                    silent_streams += 1
+                    log.warning("%s went silent for %gs mid-answer; asking again", self._where, silent.idle_s)
+                    if sink is not None:
+                        sink.reset()
+                    continue
+                raise ModelUnavailable(
+                    f"{self._where} went silent for {silent.idle_s:g}s in the middle of its answer, twice"
+                ) from silent
             except openai.APIStatusError as exc:
                 if stream and self.usage_in_stream and exc.status_code < 500 and "stream_options" in _said(exc):
                     self.usage_in_stream = False
@@ -224,17 +236,26 @@ class ModelClient:
         return request
 
     def _send(self, request: dict[str, Any], protocol: Protocol, stream: bool, sink: TextSink | None) -> _Sent:
+        import openai
+
         started = time.monotonic()
         if stream:
             streamed = {**request, "stream": True}
             if self.usage_in_stream:
                 streamed["stream_options"] = {"include_usage": True}
-            chunks = self._client.chat.completions.create(**streamed)
+            # Between two pieces of a stream, `stream_idle_timeout_s` at most (the request's own
+            # timeout still bounds the wait for the first).
+            idle = min(self.stream_idle_timeout_s, self.timeout_s)
+            silent_after = self._client.with_options(timeout=openai.Timeout(self.timeout_s, read=idle))
+            chunks = silent_after.chat.completions.create(**streamed)
             try:
                 assembled = assemble(chunks, started, protocol, sink)
             except Cancelled:
                 chunks.close()  # the connection, not left for the garbage collector
                 raise
+            except openai.APITimeoutError as exc:
+                chunks.close()
+                raise _WentSilent(idle) from exc
             if assembled.finish_reason is not None or assembled.content or assembled.calls:
                 return _Sent(assembled, assembled.first_token_s)
             # Nothing came as events: a server that ignores `stream` and answers whole.
@@ -433,6 +454,14 @@ class ModelClient:
             said = redact_text(str(exc.message))[:300]
             return ModelUnavailable(f"{where} failed while answering, after {self.max_retries + 1} attempt(s): {said}")
         return ModelUnavailable(f"{where} failed: {redact_text(str(exc))[:300]}")
+
+
+class _WentSilent(Exception):
+    """A stream that started and then sent nothing for `idle_s`."""
+
+    def __init__(self, idle_s: float) -> None:
+        super().__init__(f"no stream event for {idle_s:g}s")
+        self.idle_s = idle_s
 
 
 class _Sent(NamedTuple):
