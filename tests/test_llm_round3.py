@@ -282,3 +282,46 @@ def test_a_stream_silent_twice_is_model_unavailable_saying_so(sample: Settings) 
     reply = ask([SILENT, SILENT], sample, stream_idle_timeout_s=0.3).reply
     assert reply.stop_reason == StopReason.llm_unavailable
     assert reply.fault is not None and "went silent for 0.3s in the middle of its answer, twice" in reply.fault.detail
+
+
+# ---------------------------------------------------------------- a thread that outgrows the model's context
+
+# OpenAI's 400 for a request over the context (code `context_length_exceeded`); vLLM answers with
+# "This model's maximum context length is N tokens" and llama.cpp with "exceeds the available context size".
+TOO_LONG = {
+    "error": {
+        "message": "This model's maximum context length is 4096 tokens. However, your messages resulted in 5210 "
+        "tokens. Please reduce the length of the messages.",
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": "context_length_exceeded",
+    }
+}
+LONG_ANSWER = "payments timed out again; " * 150  # ~3,900 characters a turn
+
+
+def test_a_thread_that_outgrows_the_context_is_asked_again_shorter_once_and_says_so(sample: Settings) -> None:
+    limit = 9_000  # characters of messages the fake's "model" takes
+
+    def model(body: dict[str, Any]) -> Reply:
+        if len(json.dumps(body["messages"])) > limit:
+            return Reply(status=400, error=TOO_LONG)
+        return Reply(content=LONG_ANSWER)
+
+    with ModelServer(model) as server:
+        client = ModelClient(model="scripted", base_url=server.base_url, max_retries=0)
+        agent = Agent(client, InProcessMemory(), tools=ops_tools(sample.policy), limits=LoopLimits())
+        replies = [agent.run(f"question {n}", thread="long") for n in range(4)]
+    assert [r.stop_reason for r in replies] == [StopReason.answered] * 4
+    shrunk = [r for r in replies if any("too long for the model's context" in (s.note or "") for s in r.steps)]
+    assert shrunk, "some question outgrew the context"
+    asked = [b for b in server.requests if str(b["messages"][-1]["content"]).startswith("question")]
+    refused = [b for b in asked if len(json.dumps(b["messages"])) > limit]
+    assert len(refused) == len(shrunk), "each was asked again once, shorter"
+
+
+def test_too_long_even_when_shorter_is_model_unavailable_saying_what_to_change(sample: Settings) -> None:
+    reply = run([Reply(status=400, error=TOO_LONG), Reply(status=400, error=TOO_LONG)], sample)
+    assert reply.stop_reason == StopReason.llm_unavailable
+    assert reply.fault is not None and reply.fault.lasting
+    assert "longer than the model's context" in reply.fault.detail and "loop.max_prompt_tokens" in reply.fault.detail

@@ -63,7 +63,7 @@ from .prompts import (
 )
 from .reply import CallRecord, Progress, Reply, Step, StepDecision, StopReason
 from .summary import blocks_to_fold, write_summary
-from .tokens import CHARS_PER_TOKEN
+from .tokens import CHARS_PER_TOKEN, message_tokens
 
 log = logging.getLogger("opsbot.steps")
 REASONING_LOG_CHARS = 4_000
@@ -191,6 +191,7 @@ class _Run:
     first_answer_s: float | None = None  # seconds to the answer's first line shown, or to the answer
     nudged_empty: bool = False
     drift_noted: bool = False
+    context_note: str | None = None  # the request was shrunk to fit the model's context: for the next step's note
 
     def execute(self, text: str) -> Reply:
         agent, limits = self.agent, self.agent.limits
@@ -420,11 +421,22 @@ class _Run:
         if state.summary:
             head.append(Message.system(f"Summary of earlier turns in this thread:\n{state.summary}"))
         tail = [final_note(final, agent.limits)] if final is not None else []
-        messages = fit_prompt(head, state.blocks, self._with_notes(turn_blocks), tail, agent.limits.max_prompt_tokens)
+        budget = agent.limits.max_prompt_tokens
+        messages = fit_prompt(head, state.blocks, self._with_notes(turn_blocks), tail, budget)
         assert agent.model is not None
         sink = AnswerLines(self.progress, step_n, continuing=bool(self.partial))
         model, schemas = agent.model, None if final is not None else agent.schemas
-        turn = abandonable(lambda: model.complete([m.to_api() for m in messages], tools=schemas, sink=sink))
+        try:
+            turn = abandonable(lambda: model.complete([m.to_api() for m in messages], tools=schemas, sink=sink))
+        except ModelUnavailable as exc:
+            if not exc.too_long:
+                raise
+            # The model's context is smaller than opsbot's estimate allowed for: asked once more in
+            # half the size (older turns left out, older results shortened); too long again is said.
+            smaller = min(budget, sum(message_tokens(m) for m in messages)) // 2
+            messages = fit_prompt(head, state.blocks, self._with_notes(turn_blocks), tail, smaller)
+            self.context_note = f"too long for the model's context: asked again in ~{smaller} tokens"
+            turn = abandonable(lambda: model.complete([m.to_api() for m in messages], tools=schemas, sink=sink))
         sink.close()
         self.shown_at = sink.shown_at
         self.usage.add(turn.usage)
@@ -451,6 +463,9 @@ class _Run:
         self.agent.memory.fold(self.thread, state.skipped + count, summary)
 
     def _record(self, step: Step, outcomes: list[Outcome], turn: ModelTurn | None = None) -> None:
+        if self.context_note:
+            step = step.model_copy(update={"note": "; ".join(n for n in (self.context_note, step.note) if n)})
+            self.context_note = None
         self.steps.append(step)
         metrics.tool_calls(((c.tool, c.status.value) for c in step.calls), self._known)
         for call in step.calls:

@@ -59,6 +59,13 @@ _REFUSES_TOOLS = re.compile(
     r"|(?:tools?|tool use|tool calling|function calling)(?: is| are)? not supported|roles must alternate"
 )
 _REFUSES_STREAM = re.compile(r"(?i)stream")
+# How servers say a request outgrew the context: OpenAI's code `context_length_exceeded`, vLLM's "This
+# model's maximum context length is N tokens", llama.cpp's "exceeds the available context size",
+# LiteLLM's ContextWindowExceededError, Anthropic-style "prompt is too long".
+_TOO_LONG = re.compile(
+    r"(?i)context[_ ]length[_ ]exceeded|maximum context length|exceeds? the (?:available )?context|"
+    r"context ?window ?exceeded|prompt is too long|too many tokens"
+)
 _SET_SERVED = "set OPSBOT_MODEL to one the server serves"
 _CHECK_ADDRESS = "set OPENAI_BASE_URL to the model server's address (http://host:port/v1) and check that it runs"
 
@@ -447,6 +454,14 @@ class ModelClient:
         if isinstance(exc, openai.APIStatusError):
             # 400/413/422: the provider refuses this request (often: too long). Retrying will not help.
             detail = redact_text(str(exc.message))[:300]
+            if exc.code == "context_length_exceeded" or _TOO_LONG.search(_said(exc)):
+                return ModelUnavailable(
+                    f"{where} refused the request as longer than the model's context (HTTP {exc.status_code}: "
+                    f"{detail}); lower loop.max_prompt_tokens to fit it",
+                    False,
+                    exc.status_code,
+                    too_long=True,
+                )
             return ModelUnavailable(
                 f"{where} refused the request (HTTP {exc.status_code}: {detail})", False, exc.status_code
             )

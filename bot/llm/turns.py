@@ -48,6 +48,7 @@ class ModelUnavailable(Exception):
     reason: str
     transient: bool = True
     status: int | None = field(default=None)
+    too_long: bool = False  # the request outgrew the model's context: a shorter one may be answered
 
     def __str__(self) -> str:
         return self.reason
