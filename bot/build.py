@@ -2,22 +2,45 @@
 
 from __future__ import annotations
 
-from ..config.settings import Settings
+import os
+
+from ..config.settings import FallbackModel, Settings
 from ..tools.base import Registry
 from ..tools.catalog import ops_tools
 from .agent import Agent
-from .llm import ModelClient, Protocol
+from .llm import Fallbacks, Model, ModelClient, Protocol
 from .memory import InProcessMemory, Memory
 from .telemetry.audit import Audit, LoggedAudit, RedisAudit
 
 
-def build_model(settings: Settings) -> ModelClient | None:
+def build_model(settings: Settings) -> Model | None:
+    """The configured model, with its fallbacks when `llm.fallbacks` names any."""
+    primary = build_client(settings)
+    if primary is None or not settings.llm.fallbacks:
+        return primary
+    return Fallbacks(primary, [_fallback(settings, fallback) for fallback in settings.llm.fallbacks])
+
+
+def build_client(settings: Settings) -> ModelClient | None:
+    """The configured model alone: what `check-config --model` and `opsbot eval` ask."""
     if not settings.model_configured:
         return None
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    return _client(settings, settings.model, settings.openai_base_url, key)
+
+
+def _fallback(settings: Settings, fallback: FallbackModel) -> ModelClient:
+    key = os.environ.get(fallback.api_key_env) if fallback.api_key_env else None
+    if fallback.api_key_env is None and settings.openai_api_key is not None:
+        key = settings.openai_api_key.get_secret_value()
+    return _client(settings, fallback.model, fallback.base_url or settings.openai_base_url, key)
+
+
+def _client(settings: Settings, model: str, base_url: str | None, api_key: str | None) -> ModelClient:
     return ModelClient(
-        model=settings.model,
-        base_url=settings.openai_base_url,
-        api_key=settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
+        model=model,
+        base_url=base_url,
+        api_key=api_key,
         timeout_s=settings.llm.timeout_s,
         max_retries=settings.llm.max_retries,
         temperature=settings.llm.temperature,

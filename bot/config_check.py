@@ -37,7 +37,7 @@ from ..config.settings import Settings, environment_problems, load_file_config
 from ..tools import runner
 from ..tools.catalog import runbook_arg_problems
 from ..tools.logs import log_files
-from .build import build_model
+from .build import build_client
 from .llm import NOT_CONFIGURED, ModelState
 
 
@@ -136,7 +136,7 @@ def _fixed_directory(entry: Path) -> Path:
 def _check_model(settings: Settings, named_in: Path | None, found: Findings) -> None:
     """The endpoint asked for the model; a model it does not serve is shown at the file's
     `model:` line when the file (`named_in`) is where the name comes from."""
-    client = build_model(settings)
+    client = build_client(settings)
     health = NOT_CONFIGURED if client is None else client.check()
     if health.state is ModelState.ok:
         found.notes.append(f"model: {health.said}")

@@ -24,6 +24,23 @@ from .wording import worded
 SAMPLE_CONFIG = Path(__file__).parent / "sample" / "opsbot.yaml"
 
 
+class FallbackModel(Strict):
+    """Another model asked while the configured one is unavailable (down, timing out, 5xx, 429
+    past its retries); never instead of fixing a configuration error."""
+
+    model: str = Field(min_length=1, max_length=200, description="the model's name at that endpoint")
+    base_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://\S+$",
+        description="its OpenAI-compatible endpoint (http://host:port/v1); default: OPENAI_BASE_URL",
+    )
+    api_key_env: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="the environment variable holding its API key (never the key itself); default: OPENAI_API_KEY",
+    )
+
+
 class ModelSettings(Strict):
     timeout_s: float = Field(default=60.0, gt=0, description="per request to the model API")
     max_retries: int = Field(
@@ -46,6 +63,12 @@ class ModelSettings(Strict):
     extra_body: dict[str, Any] = Field(
         default_factory=dict,
         description="server-specific request fields passed through as they are (vLLM, Ollama, LiteLLM options)",
+    )
+    fallbacks: list[FallbackModel] = Field(
+        default_factory=list,
+        max_length=5,
+        description="other models tried in order while the configured one is unavailable; the configured one is "
+        "asked again at most once a minute and answers again as soon as it can",
     )
 
 

@@ -6,6 +6,10 @@ citing where the behaviour is documented or reported."""
 from __future__ import annotations
 
 import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
@@ -13,11 +17,12 @@ import pytest
 from opsbot.bot.agent import Agent
 from opsbot.bot.agent import Reply as AgentReply
 from opsbot.bot.agent.reply import StopReason
-from opsbot.bot.llm import ModelClient
+from opsbot.bot.llm import Fallbacks, ModelClient
 from opsbot.bot.memory import InProcessMemory
 from opsbot.config.settings import LoopLimits, Settings
 from opsbot.tools.catalog import ops_tools
 from tests.fakes.model_server import Call, ModelServer, Reply
+from tests.fakes.redis_server import free_port
 
 ANSWER = "checkout's 502s come from payments timing out"
 ARGS = '{"service": "checkout", "level": "ERROR"}'
@@ -29,9 +34,7 @@ class Asked(NamedTuple):
     requests: list[dict[str, Any]]
 
 
-def ask(
-    written: str | list[Reply], sample: Settings, *, stream: bool = True, retries: int = 0, **client: Any
-) -> Asked:
+def ask(written: str | list[Reply], sample: Settings, *, stream: bool = True, retries: int = 0, **client: Any) -> Asked:
     """The question asked of a model that writes `written` (its first reply) and then answers."""
     first = [Reply(content=written)] if isinstance(written, str) else written
     replies = iter([*first, Reply(content=ANSWER)])
@@ -325,3 +328,97 @@ def test_too_long_even_when_shorter_is_model_unavailable_saying_what_to_change(s
     assert reply.stop_reason == StopReason.llm_unavailable
     assert reply.fault is not None and reply.fault.lasting
     assert "longer than the model's context" in reply.fault.detail and "loop.max_prompt_tokens" in reply.fault.detail
+
+
+# ---------------------------------------------------------------- fallback models
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def fallback_agent(primary: ModelServer, backup: ModelServer, clock: Clock, sample: Settings) -> Agent:
+    def client(server: ModelServer, name: str) -> ModelClient:
+        return ModelClient(model=name, base_url=server.base_url, max_retries=0, sleep=lambda s: None)
+
+    model = Fallbacks(client(primary, "primary-model"), [client(backup, "backup-model")], clock=clock)
+    return Agent(model, InProcessMemory(), tools=ops_tools(sample.policy), limits=LoopLimits())
+
+
+def test_a_fallback_answers_while_the_configured_model_is_down_and_it_is_asked_again_after_a_minute(
+    sample: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    down = {"on": True}
+
+    def primary(body: dict[str, Any]) -> Reply:
+        return Reply(status=503) if down["on"] else Reply(content="primary here")
+
+    clock = Clock()
+    with ModelServer(primary) as first, ModelServer(lambda body: Reply(content="backup here")) as second:
+        agent = fallback_agent(first, second, clock, sample)
+        with caplog.at_level(logging.WARNING, logger="opsbot.llm"):
+            one = agent.run("is checkout ok?", thread="t")
+        assert (one.text, one.model, one.steps[-1].model) == ("backup here", "backup-model", "backup-model")
+        assert "model primary-model is unavailable" in caplog.text and "backup-model answers" in caplog.text
+        asked_first = len(first.requests)
+        down["on"] = False
+        two = agent.run("and now?", thread="t")
+        assert two.model == "backup-model" and len(first.requests) == asked_first, "within the minute: the fallback"
+        clock.now += 61
+        three = agent.run("and now?", thread="t")
+        assert (three.text, three.model) == ("primary here", "primary-model")
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [
+        (401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}),
+        (404, {"error": {"message": "The model `primary-model` does not exist", "code": "model_not_found"}}),
+    ],
+)
+def test_a_configuration_error_is_said_not_hidden_by_a_fallback(
+    status: int, error: dict[str, Any], sample: Settings
+) -> None:
+    with (
+        ModelServer(lambda body: Reply(status=status, error=error)) as first,
+        ModelServer(lambda body: Reply(content="backup here")) as second,
+    ):
+        reply = fallback_agent(first, second, Clock(), sample).run("is checkout ok?", thread="t")
+    assert reply.stop_reason == StopReason.llm_unavailable and second.requests == []
+    assert reply.fault is not None and reply.fault.lasting
+
+
+def test_every_model_down_is_said_with_each_ones_reason(sample: Settings) -> None:
+    with ModelServer(lambda body: Reply(status=503)) as first, ModelServer(lambda body: Reply(status=502)) as second:
+        reply = fallback_agent(first, second, Clock(), sample).run("is checkout ok?", thread="t")
+    assert reply.stop_reason == StopReason.llm_unavailable and reply.fault is not None
+    assert "primary-model: " in reply.fault.detail and "HTTP 503" in reply.fault.detail
+    assert "backup-model: " in reply.fault.detail and "HTTP 502" in reply.fault.detail
+
+
+def test_opsbot_ask_uses_the_configured_fallback_when_nothing_listens_for_the_model(tmp_path: Path) -> None:
+    with ModelServer(lambda body: Reply(content="backup here"), models=["backup-model"]) as backup:
+        config = tmp_path / "opsbot.yaml"
+        config.write_text(
+            "model: primary-model\n"
+            f"llm:\n  max_retries: 0\n  fallbacks:\n    - model: backup-model\n      base_url: {backup.base_url}\n"
+            "      api_key_env: BACKUP_KEY\n"
+        )
+        env = {"PATH": "/usr/bin:/bin", "OPENAI_BASE_URL": f"http://127.0.0.1:{free_port()}/v1", "BACKUP_KEY": "sk-b"}
+        done = subprocess.run(
+            [sys.executable, "-m", "opsbot.bot", "--config", str(config), "ask", "--json", "is checkout ok?"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+            env=env,
+        )
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["text"] == "backup here" and answer["model"] == "backup-model"
+    assert backup.requests[0]["model"] == "backup-model"
+    assert "model primary-model is unavailable" in done.stderr

@@ -466,7 +466,10 @@ class _Run:
         if self.context_note:
             step = step.model_copy(update={"note": "; ".join(n for n in (self.context_note, step.note) if n)})
             self.context_note = None
+        if turn is not None and turn.model:
+            step = step.model_copy(update={"model": turn.model})
         self.steps.append(step)
+        metrics.model_answered(step.model)
         metrics.tool_calls(((c.tool, c.status.value) for c in step.calls), self._known)
         for call in step.calls:
             audited(
@@ -490,6 +493,7 @@ class _Run:
             preamble=step.preamble,
             prompt_tokens=step.prompt_tokens,
             completion_tokens=step.completion_tokens,
+            model=step.model,
             model_ms=step.model_ms,
             first_token_ms=step.first_token_ms,
             reasoning=_thinking(turn),
@@ -517,6 +521,7 @@ class _Run:
             run_id=self.run_id,
             fault=fault,
             ended=ended,
+            model=next((s.model for s in reversed(self.steps) if s.model), None),
         )
 
     def _known(self, tool: str) -> bool:

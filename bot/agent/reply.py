@@ -66,6 +66,10 @@ class Step(BaseModel):
     model_ms: float = 0.0
     first_token_ms: float | None = Field(default=None, description="when the reply was streamed")
     note: str | None = Field(default=None, description="what the loop said of the step (a nudge, tools withdrawn)")
+    model: str | None = Field(
+        default=None,
+        description="the model that answered this step: a fallback's name while the configured one is down",
+    )
     preamble: str | None = Field(
         default=None,
         description="what the model wrote beside the step's tool calls (redacted): part of the step, shown "
@@ -93,6 +97,10 @@ class Reply(BaseModel):
         default=True,
         description="False when the model answered without any tool result in this turn though tools were "
         "offered: nothing it says was checked against the systems (front ends say so)",
+    )
+    model: str | None = Field(
+        default=None,
+        description="the model that wrote the reply's last step (llm.fallbacks: perhaps not the configured one)",
     )
     ended: str | None = Field(
         default=None,

@@ -12,7 +12,7 @@ from typing import Any
 from ...config.settings import Settings
 from ...tools.redact import redact_text
 from ..agent import Agent
-from ..build import build_model
+from ..build import build_client
 from ..memory import InProcessMemory
 from ..version import VERSION
 from .bare import BareLoop
@@ -56,7 +56,7 @@ def _one(settings: Settings, scenario: Scenario, loop: Loop, run: int, now: date
 
 def _opsbot(settings: Settings, watch: Watch, questions: list[str]) -> Transcript:
     agent = Agent(
-        model=build_model(settings),
+        model=build_client(settings),
         memory=InProcessMemory(),
         tools=watch.registry,
         limits=settings.loop,

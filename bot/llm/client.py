@@ -339,6 +339,7 @@ class ModelClient:
             renamed=tuple(named.renamed),
             finish_reason=reply.finish_reason,
             refusal=reply.refusal.strip(),
+            model=self.model,
         )
 
     def _spoken(self, protocol: Protocol, content: str) -> TextReply | None:

@@ -38,6 +38,7 @@ class ModelTurn:
     renamed: tuple[str, ...] = ()
     finish_reason: str | None = None  # as the server said it; the loop words the unusual ones
     refusal: str = ""  # OpenAI's `refusal`: the model declined, and this is why
+    model: str = ""  # the model that answered (a fallback's name while the configured one is down)
 
 
 @dataclass

@@ -18,7 +18,7 @@ from ...tools.catalog import runbook_arg_problems
 from ..agent import Agent
 from ..approvals import Approvals, HandBack, RedisApprovalStore
 from ..build import build_agent
-from ..llm import NOT_CONFIGURED, Model, ModelClient, ModelHealth, ModelState, ModelWatch
+from ..llm import NOT_CONFIGURED, Fallbacks, Model, ModelClient, ModelHealth, ModelState, ModelWatch
 from ..redis.client import REDIS_ERRORS, connect, describe
 from ..runbooks import Recovery, RedisRunStore, RunbookEngine, model_explainer
 from .alerts import AlertRouter
@@ -250,7 +250,7 @@ def watch_model(model: Model | None) -> ModelWatch:
     of a stand-in that is no HTTP client (the Python API's, tests')."""
     if model is None:
         return ModelWatch(lambda: NOT_CONFIGURED)
-    if isinstance(model, ModelClient):
+    if isinstance(model, ModelClient | Fallbacks):
         return ModelWatch(model.check)
     unchecked = ModelHealth(state=ModelState.unverified, said="the model is not an HTTP client opsbot can check")
     return ModelWatch(lambda: unchecked)

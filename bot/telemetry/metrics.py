@@ -65,6 +65,13 @@ class _Metrics:
             buckets=_MODEL_BUCKETS,
             registry=r,
         )
+        # Model names come from the configuration (llm.fallbacks), so the label's values are few.
+        self.model_steps = Counter(
+            "opsbot_model_steps",
+            "Steps a model answered, by model (a fallback while the configured one is down).",
+            ["model"],
+            registry=r,
+        )
         self.prompt_tokens = Counter(
             "opsbot_model_prompt_tokens", "Prompt tokens the model server counted.", registry=r
         )
@@ -173,6 +180,12 @@ def tool_calls(calls: Iterable[tuple[str, str]], known: Callable[[str], bool]) -
     m = _m()
     for tool, status in calls:
         m.tool_calls.labels(tool if known(tool) else UNKNOWN_TOOL, status).inc()
+
+
+def model_answered(model: str | None) -> None:
+    """A step the model `model` answered (none: a stand-in that names no model)."""
+    if model:
+        _m().model_steps.labels(model).inc()
 
 
 def model_call(duration_s: float, ok: bool, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
