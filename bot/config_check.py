@@ -15,8 +15,9 @@ is looked for on this host and checked against the tools that will use it:
   log directory when they first write; a pod's log volume exists only in the pod. Query_logs
   then answers that the service has no logs yet, and reads them once they appear. A model
   endpoint that does not list its models is a warning too: the name cannot be confirmed. A
-  metrics source's header whose environment variable is not set here is a warning as well (it
-  may be set only where opsbot serves): query_metrics refuses that source's queries without it.
+  metrics source's or Alertmanager's header whose environment variable is not set here is a
+  warning as well (it may be set only where opsbot serves): query_metrics or query_alerts refuses
+  that source without it.
 
 Every problem found in the file names the file and line where the config says it.
 """
@@ -24,13 +25,14 @@ Every problem found in the file names the file and line where the config says it
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from ..config.check import Located, located
-from ..config.policy import Policy
+from ..config.policy import HttpSource, Policy
 from ..config.runbooks import load_runbooks
 from ..config.runtime_check import runtime_problems
 from ..config.settings import Settings, environment_problems, load_file_config
@@ -69,9 +71,13 @@ def check_config_file(path: Path, *, model: bool = False) -> Findings:
         if model:
             _check_model(settings, path if config.model == settings.model else None, found)
     found.summary = (
-        f"{len(policy.services)} service(s), {len(policy.commands)} command(s), "
-        f"{len(policy.config_files)} config root(s), {len(runbooks)} runbook(s)"
-    ) + (f", {len(policy.metrics)} metrics source(s)" if policy.metrics else "")
+        (
+            f"{len(policy.services)} service(s), {len(policy.commands)} command(s), "
+            f"{len(policy.config_files)} config root(s), {len(runbooks)} runbook(s)"
+        )
+        + (f", {len(policy.metrics)} metrics source(s)" if policy.metrics else "")
+        + (f", {len(policy.alertmanagers)} Alertmanager(s)" if policy.alertmanagers else "")
+    )
     return found
 
 
@@ -115,12 +121,17 @@ def _missing_logs(policy: Policy) -> list[Located]:
 
 
 def _unset_headers(policy: Policy) -> list[Located]:
+    sources: dict[str, tuple[str, Mapping[str, HttpSource]]] = {
+        "metrics": ("query_metrics", policy.metrics),
+        "alertmanagers": ("query_alerts", policy.alertmanagers),
+    }
     return [
         (
-            ("policy", "metrics", name, "headers", header),
-            f"environment variable {variable} is not set here; query_metrics refuses {name}'s queries without it",
+            ("policy", kind, name, "headers", header),
+            f"environment variable {variable} is not set here; {tool} refuses {name}'s queries without it",
         )
-        for name, source in policy.metrics.items()
+        for kind, (tool, named) in sources.items()
+        for name, source in named.items()
         for header, variable in source.headers.items()
         if not os.environ.get(variable)
     ]

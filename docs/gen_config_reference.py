@@ -27,6 +27,7 @@ from pydantic_core import PydanticUndefined
 from opsbot.config import settings
 from opsbot.config.policy import (
     Access,
+    AlertmanagerSource,
     ApprovalStep,
     BranchStep,
     Command,
@@ -39,9 +40,11 @@ from opsbot.config.policy import (
     Policy,
     Runbook,
     Service,
+    Silences,
     ToolStep,
     Trigger,
 )
+from opsbot.config.policy import alertmanagers as alertmanagers_module
 from opsbot.config.policy import commands as commands_module
 from opsbot.config.policy import configs as configs_module
 from opsbot.config.policy import logtime as logtime_module
@@ -86,6 +89,13 @@ SECTIONS: list[tuple[str, str, type[BaseModel], str]] = [
         MetricsSource,
         inspect.getdoc(metrics_module) or "",
     ),
+    (
+        "`policy.alertmanagers.<name>`: alert state and silences",
+        "policy.alertmanagers.<name>",
+        AlertmanagerSource,
+        inspect.getdoc(alertmanagers_module) or "",
+    ),
+    ("`policy.alertmanagers.<name>.silences`", "policy.alertmanagers.<name>.silences", Silences, ""),
     ("`access`, `approvers`: who may", "…access", Access, ""),
     ("A runbook file", "", Runbook, inspect.getdoc(runbooks_module) or ""),
     ("A runbook's `triggers[]`", "triggers[]", Trigger, ""),
@@ -118,6 +128,7 @@ DESCRIPTIONS = {
     "Policy.commands": "diagnostic and write commands by name: [below](#policycommandsname)",
     "Policy.config_files": "config roots by name: [below](#policyconfig_filesname-config-roots)",
     "Policy.metrics": "metrics sources by name: [below](#policymetricsname-prometheus-compatible-sources)",
+    "Policy.alertmanagers": "Alertmanagers by name: [below](#policyalertmanagersname-alert-state-and-silences)",
     "Service.description": "what the service is, shown by `services` and to the model",
     "Command.description": "what the command does, shown by `services` and to the model",
     "Command.timeout_s": "the command is killed whole (its process group) after this",

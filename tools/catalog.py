@@ -8,6 +8,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..config.policy import Policy, ToolStep, template_of
 from ..config.wording import worded
+from .alertmanager import query_alerts_tool
 from .base import Tool
 from .commands import run_command_tool
 from .configs import read_config_tool
@@ -20,12 +21,14 @@ from .services import list_services_tool
 def ops_tools(policy: Policy) -> list[Tool[Any]]:
     runbooks: list[Tool[Any]] = [list_runbooks_tool(policy), read_runbook_tool(policy)] if policy.runbooks else []
     metrics: list[Tool[Any]] = [query_metrics_tool(policy), find_metrics_tool(policy)] if policy.metrics else []
+    alerts: list[Tool[Any]] = [query_alerts_tool(policy)] if policy.alertmanagers else []
     return [
         list_services_tool(policy),
         query_logs_tool(policy),
         run_command_tool(policy),
         read_config_tool(policy),
         *metrics,
+        *alerts,
         *runbooks,
     ]
 

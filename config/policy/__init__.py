@@ -2,14 +2,17 @@
 which runbooks there are, and who may do what.
 
 A module each: base (strict models, names, who is asking), services, logtime (how a service's
-log lines carry their time), commands, configs (config roots), metrics (Prometheus-compatible
-sources), runbooks (the runbook format), whole (the Policy that holds them all and the checks
-across them). Code outside the package imports these names from here.
+log lines carry their time), commands, configs (config roots), http (a server reached over HTTP:
+url, headers from the environment, timeout, access), metrics (Prometheus-compatible sources),
+alertmanagers (alert state and silences), runbooks (the runbook format), whole (the Policy that
+holds them all and the checks across them). Code outside the package imports these names from here.
 """
 
+from .alertmanagers import AlertmanagerSource, Silences
 from .base import NAME_PATTERN, NAME_RULE, Access, Name, Principal, Strict
 from .commands import Command, check_values, control_character
 from .configs import NEVER_READ, ConfigFile, ConfigRoot
+from .http import HttpSource
 from .logtime import STAMP_GROUP, LineTime, has_date, has_year, read_format
 from .metrics import MetricsSource
 from .runbooks import (
@@ -35,6 +38,7 @@ __all__ = [
     "NAME_RULE",
     "NEVER_READ",
     "Access",
+    "AlertmanagerSource",
     "ApprovalStep",
     "BranchStep",
     "Command",
@@ -43,6 +47,7 @@ __all__ = [
     "ConfigRoot",
     "ExplainStep",
     "Gate",
+    "HttpSource",
     "LineTime",
     "MetricsSource",
     "Name",
@@ -50,6 +55,7 @@ __all__ = [
     "Principal",
     "Runbook",
     "Service",
+    "Silences",
     "Strict",
     "ToolStep",
     "Trigger",

@@ -20,27 +20,12 @@ clear refusal rather than an unauthenticated request.
 
 from __future__ import annotations
 
-from typing import Annotated
+from pydantic import Field
 
-from pydantic import Field, StringConstraints
-
-from .base import Access, Strict
-from .commands import EnvName
-
-# An HTTP header name (RFC 9110 token characters).
-HeaderName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$")]
-HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://[^\s/?#]+(/[^\s?#]*)?$")]
+from .http import HttpSource
 
 
-class MetricsSource(Strict):
-    description: str = Field(default="", description="what the source holds, shown to the model")
-    url: HttpUrl = Field(description="the server's base URL (http or https); its API is under <url>/api/v1/")
-    headers: dict[HeaderName, EnvName] = Field(
-        default_factory=dict,
-        description="headers sent with every request, each naming the environment variable that holds "
-        "its value (Authorization: PROM_AUTH); never the value itself",
-    )
-    timeout_s: float = Field(default=10.0, gt=0, le=120, description="per request; also Prometheus' query timeout")
+class MetricsSource(HttpSource):
     max_series: int = Field(
         default=20, ge=1, le=500, description="series summarised per query; more are counted and cut, the cut said"
     )
@@ -50,8 +35,7 @@ class MetricsSource(Strict):
         le=11_000,
         description="points per series of a range query; the step defaults to the range divided by this",
     )
-    access: Access = Field(default_factory=Access, description="who may query this source; default: anyone")
 
     def api(self, path: str) -> str:
         """The URL of an API endpoint (`query_range` -> <url>/api/v1/query_range)."""
-        return f"{self.url.rstrip('/')}/api/v1/{path}"
+        return self.endpoint(f"api/v1/{path}")

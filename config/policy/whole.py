@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from .alertmanagers import AlertmanagerSource
 from .base import Name, Strict, absolute
 from .commands import Command
 from .configs import ConfigFile
@@ -28,6 +29,7 @@ class Policy(Strict):
     commands: dict[Name, Command] = Field(default_factory=dict)
     config_files: dict[Name, ConfigFile] = Field(default_factory=dict)
     metrics: dict[Name, MetricsSource] = Field(default_factory=dict)
+    alertmanagers: dict[Name, AlertmanagerSource] = Field(default_factory=dict)
     runbooks_dir: Path | None = Field(default=None, description="a directory of runbook YAML files, one each")
     runbooks: dict[Name, Runbook] = Field(
         default_factory=dict, description="loaded from runbooks_dir by config/runbooks.py (or given inline)"

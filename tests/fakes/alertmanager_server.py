@@ -52,13 +52,22 @@ def storm() -> list[dict[str, str]]:
 
 
 @contextmanager
-def alertmanager(webhook: str, workdir: Path) -> Iterator[str | None]:
-    """A real Alertmanager routing to `webhook`, or None when it is not installed."""
+def alertmanager(webhook: str | None, workdir: Path) -> Iterator[str | None]:
+    """A real Alertmanager routing to `webhook` (None: notifying nobody), or None when it is not installed."""
     binary = installed()
     if binary is None:
         yield None
         return
     config = workdir / "alertmanager.yml"
+    receiver = (
+        "    webhook_configs:\n"
+        f"      - url: {webhook}\n"
+        "        send_resolved: true\n"
+        "        http_config:\n"
+        f"          authorization: {{credentials: {AM_TOKEN}}}\n"
+        if webhook
+        else ""
+    )
     config.write_text(
         "route:\n"
         "  receiver: opsbot\n"
@@ -67,12 +76,7 @@ def alertmanager(webhook: str, workdir: Path) -> Iterator[str | None]:
         "  group_interval: 30s\n"
         "  repeat_interval: 4h\n"
         "receivers:\n"
-        "  - name: opsbot\n"
-        "    webhook_configs:\n"
-        f"      - url: {webhook}\n"
-        "        send_resolved: true\n"
-        "        http_config:\n"
-        f"          authorization: {{credentials: {AM_TOKEN}}}\n"
+        "  - name: opsbot\n" + receiver
     )
     port = free_port()
     process = subprocess.Popen(

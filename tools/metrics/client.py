@@ -3,12 +3,12 @@ went wrong in the words the model and a person need (the error types of tools/ba
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ...config.policy import MetricsSource
 from ..base import ErrorType, ToolResult
+from ..http import Server
 
 # Prometheus answers a bad query with 400 bad_data, its message starting with the position
 # ("1:14: parse error: unexpected ..."), so the server's own parser is the syntax check: it knows
@@ -25,52 +25,17 @@ class Client:
     def __init__(self, name: str, source: MetricsSource, environ: Mapping[str, str] | None = None) -> None:
         self.name = name
         self.source = source
-        self._environ = os.environ if environ is None else environ
+        self._server = Server(f"metrics source {name}", source, environ)
 
     def get(self, path: str, params: list[tuple[str, str]]) -> Any:
         """The `data` of GET <url>/api/v1/<path>, or a ToolResult failure."""
-        # Only here: direct commands and a terminal without metrics never pay for httpx's imports.
-        import httpx
-
-        headers = self._headers()
-        if isinstance(headers, ToolResult):
-            return headers
-        try:
-            response = httpx.get(
-                self.source.api(path), params=tuple(params), headers=headers, timeout=self.source.timeout_s
-            )
-        except httpx.TimeoutException:
-            return ToolResult.failure(
-                ErrorType.timeout,
-                f"metrics source {self.name} did not answer within {self.source.timeout_s:g}s",
-                hint="try again, or ask for a shorter range or fewer series",
-                retryable=True,
-            )
-        except httpx.HTTPError as exc:
-            reason = (
-                "connection refused or no route to it" if isinstance(exc, httpx.ConnectError) else type(exc).__name__
-            )
-            return ToolResult.failure(
-                ErrorType.unavailable,
-                f"cannot reach metrics source {self.name}: {reason}",
-                hint="try again later; if it keeps failing, tell the user the source is down",
-                retryable=True,
-            )
-        return self._answer(response)
-
-    def _headers(self) -> dict[str, str] | ToolResult:
-        values: dict[str, str] = {}
-        for header, variable in self.source.headers.items():
-            value = self._environ.get(variable)
-            if not value:
-                return ToolResult.failure(
-                    ErrorType.unavailable,
-                    f"metrics source {self.name} needs the environment variable {variable} (its {header} header), "
-                    "which is not set where opsbot runs",
-                    hint="tell the user an operator must set it",
-                )
-            values[header] = value
-        return values
+        response = self._server.send(
+            "GET",
+            self.source.api(path),
+            params=params,
+            slow_hint="try again, or ask for a shorter range or fewer series",
+        )
+        return response if isinstance(response, ToolResult) else self._answer(response)
 
     def _answer(self, response: Response) -> Any:
         try:

@@ -1,0 +1,21 @@
+"""query_alerts and create_silence: an Alertmanager's state and silences, for Alertmanagers named
+under `policy.alertmanagers` (config/policy/alertmanagers.py has their format), over its API v2.
+
+- matchers: label matchers as the model writes them, checked before sending (`invalid_args`
+  saying what is wrong), quoted for `filter=`, or as a silence's matchers.
+- client: one request (tools/http.py: headers from the environment, timeout and unreachable
+  retryable), Alertmanager's refusals in words.
+- query: the read tool: GET /api/v2/alerts (active, silenced and inhibited flags) and
+  /api/v2/silences with `filter=`; alerts and live silences capped, counts when cut; `show`.
+- silences: a silence asked for (`SilenceRequest`), checked against the policy (who may, at most
+  `silences.max_duration_s`, at least one name=value matcher), and created by `create_silence`
+  only once a person approved it (tools/writes.py holds the tool; bot/approvals runs it).
+
+The executor redacts every string of a result and makes it inert, as for any tool: alert labels
+and annotations are outside text.
+"""
+
+from .args import QueryAlertsArgs
+from .query import query_alerts_tool
+
+__all__ = ["QueryAlertsArgs", "query_alerts_tool"]
