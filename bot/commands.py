@@ -36,7 +36,7 @@ from ..tools.base import ErrorType, ToolResult
 from ..tools.commands import ApprovalRequest
 from ..tools.executor import ToolCall
 from ..tools.logs import Level, misspelling_of, parse_level
-from ..tools.runner import shown
+from ..tools.writes import show_done
 from .agent import Agent
 from .agent.prompts import busy_text, memory_unavailable_text
 from .faults import Fault
@@ -358,8 +358,8 @@ def render_result(
 
 
 def render_approved(result: ToolResult) -> str:
-    """An approved write command's result, for people: its output as `run` shows it."""
-    return render_result(result, show=shown)
+    """An approved write's result, for people: a command's output as `run` shows it, or the silence."""
+    return render_result(result, show=show_done)
 
 
 def _next_step(result: ToolResult, principal: Principal | None) -> str:

@@ -16,12 +16,13 @@ from .logs import query_logs_tool
 from .metrics import find_metrics_tool, query_metrics_tool
 from .runbooks import list_runbooks_tool, read_runbook_tool
 from .services import list_services_tool
+from .writes import create_silence_tool
 
 
 def ops_tools(policy: Policy) -> list[Tool[Any]]:
     runbooks: list[Tool[Any]] = [list_runbooks_tool(policy), read_runbook_tool(policy)] if policy.runbooks else []
     metrics: list[Tool[Any]] = [query_metrics_tool(policy), find_metrics_tool(policy)] if policy.metrics else []
-    alerts: list[Tool[Any]] = [query_alerts_tool(policy)] if policy.alertmanagers else []
+    alerts: list[Tool[Any]] = [query_alerts_tool(policy), create_silence_tool(policy)] if policy.alertmanagers else []
     return [
         list_services_tool(policy),
         query_logs_tool(policy),

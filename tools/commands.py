@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from ..config.policy import Access, Command, Policy, Principal, check_values
+from .alertmanager import SilenceRequest
 from .base import ErrorType, Tool, ToolResult
 from .runner import WORKING_DIRECTORY, Sandbox, as_tool_result, brief, run, shown, which
 
@@ -46,7 +47,9 @@ class RunCommandArgs(BaseModel):
 
 
 class ApprovalRequest(BaseModel):
-    """A write command someone asked for, exactly as it would run: what a person approves."""
+    """A write someone asked for, exactly as it would happen: what a person approves. A write
+    command (its argv), or a silence (`silence`; `command` is then the tool that asked for it,
+    `argv` empty). tools/writes.py checks and runs either."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -59,6 +62,12 @@ class ApprovalRequest(BaseModel):
     requested_by: Principal | None
     created_at: datetime
     expires_at: datetime
+    silence: SilenceRequest | None = Field(default=None, description="an Alertmanager silence, not a command")
+
+    @property
+    def action(self) -> str:
+        """What happens once approved, in one line: the command line, or the silence."""
+        return self.silence.shown() if self.silence is not None else shlex.join(self.argv)
 
 
 @dataclass(frozen=True)
@@ -236,19 +245,35 @@ def _approval_refusal(
             "since it was requested; nothing was run",
             hint="ask for the command again and approve the new request",
         )
-    expires = min(request.expires_at, request.created_at + timedelta(seconds=spec.approval_ttl_s))
+    return approver_refusal(
+        request, approver, now, ttl_s=spec.approval_ttl_s, self_approval=spec.self_approval, deciders=spec.deciders
+    )
+
+
+def approver_refusal(
+    request: ApprovalRequest,
+    approver: Principal,
+    now: datetime,
+    *,
+    ttl_s: float,
+    self_approval: bool,
+    deciders: Access,
+) -> ToolResult | None:
+    """Why `approver` may not approve `request` now, by the rules every write shares (its time to
+    live, self-approval, who decides, each as the policy says now), or None."""
+    expires = min(request.expires_at, request.created_at + timedelta(seconds=ttl_s))
     if now >= expires:
         return ToolResult.failure(
             ErrorType.denied, f"the approval request expired at {expires.isoformat()}", hint="ask for it again"
         )
-    if not spec.self_approval and approver.same_person(request.requested_by):
+    if not self_approval and approver.same_person(request.requested_by):
         return ToolResult.failure(
             ErrorType.denied,
             "a request cannot be approved by the person who asked for it",
             hint="ask another allowed approver",
         )
-    if not spec.deciders.allows(approver):
-        return _denied(f"approve {request.command!r}", spec.deciders, approver)
+    if not deciders.allows(approver):
+        return _denied(f"approve {request.command!r}", deciders, approver)
     return None
 
 

@@ -1,14 +1,14 @@
 """What an approval is made of: the request a person is asked, and the decision they make.
 
-A request is one of two things: a write command exactly as it would run (tools/commands.py
-`ApprovalRequest`, bound to its argv and sandbox digest), or a runbook's approval step (a `Gate`,
+A request is one of two things: a write exactly as it would happen (tools/commands.py
+`ApprovalRequest`: a command bound to its argv and sandbox digest, or an Alertmanager silence bound
+to its digest), or a runbook's approval step (a `Gate`,
 its text filled in). Either way it names who asked, where it was asked (the front end's own
 address for it), until when it may be decided, and who gets the outcome back.
 """
 
 from __future__ import annotations
 
-import shlex
 from datetime import datetime
 from enum import StrEnum
 
@@ -55,9 +55,9 @@ class Pending(BaseModel):
 
     @property
     def argv_shown(self) -> str:
-        """The command line that runs, as people see it: a secret in it (a policy's literal, a
-        value someone typed) is redacted like everything else opsbot shows."""
-        return redact_text(shlex.join(self.command.argv)) if self.command is not None else ""
+        """The command line that runs (or the silence that is created), as people see it: a secret
+        in it (a policy's literal, a value someone typed) is redacted like everything else opsbot shows."""
+        return redact_text(self.command.action) if self.command is not None else ""
 
     @property
     def what(self) -> str:

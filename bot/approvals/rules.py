@@ -3,7 +3,8 @@
 - Approving: the command's `approvers` (else its `access`) or the gate's `approvers` must allow
   the person, who may not be the asker unless `self_approval` says so; for a command, everything
   that decides how it runs must still be what was approved (tools/commands.py `check_approval`:
-  argv, sandbox digest, expiry).
+  argv, sandbox digest, expiry); for a silence, its Alertmanager's `silences.approvers` and the
+  silence's digest (tools/writes.py `check_approval` takes either).
 - Denying: anyone who could approve, and the asker, who may always withdraw their own request.
 - Only people of the teams the front end serves decide (Slack: opsbot's workspace and
   `slack.allowed_teams`); a front end without teams (the terminal) has one person.
@@ -15,7 +16,7 @@ from datetime import datetime
 
 from ...config.policy import Access, Policy, Principal
 from ...tools.base import ToolResult
-from ...tools.commands import check_approval
+from ...tools.writes import check_approval, deciders
 from .requests import Pending
 
 OTHER_TEAM = "only members of opsbot's own workspace may decide on its requests"
@@ -51,12 +52,11 @@ def _deny_refusal(policy: Policy, pending: Pending, by: Principal) -> str | None
 
 
 def deciders_of(policy: Policy, pending: Pending) -> Access | None:
-    """Who may decide `pending` (None: its command is gone from the policy)."""
+    """Who may decide `pending` (None: its command, or the silence's Alertmanager, is gone from the policy)."""
     if pending.gate is not None:
         return pending.gate.approvers
     assert pending.command is not None
-    spec = policy.commands.get(pending.command.command)
-    return spec.deciders if spec is not None else None
+    return deciders(policy, pending.command)
 
 
 def _may_not(action: str, access: Access, by: Principal) -> str:

@@ -26,8 +26,9 @@ from typing import Any, Protocol
 
 from ...config.policy import Gate, Policy, Principal
 from ...tools.base import ErrorType, ToolResult
-from ...tools.commands import ApprovalRequest, run_approved
+from ...tools.commands import ApprovalRequest
 from ...tools.executor import redact_result
+from ...tools.writes import run_approved
 from ..telemetry import metrics
 from ..telemetry.audit import Audit, AuditRecord, Kind, LoggedAudit, who
 from . import rules
@@ -113,7 +114,7 @@ class Approvals:
         )
         self._save(pending)
         metrics.approval_asked("command")
-        self._audit("approval_requested", pending, pending.requested_by, tool=request.command, argv=list(request.argv))
+        self._audit("approval_requested", pending, pending.requested_by, tool=request.command, **_subject(request))
         return pending
 
     def ask_gate(
@@ -198,7 +199,7 @@ class Approvals:
         if stopped is not None:
             # Approved and claimed, yet nothing ran (the run was cancelled meanwhile): the trail says so.
             command = pending.command
-            self._audit("write_run", pending, by, tool=command.command, argv=list(command.argv), status="not_run")
+            self._audit("write_run", pending, by, tool=command.command, status="not_run", **_subject(command))
             return _refused(pending, stopped)
         view.running(pending, by)
         result = self._run(pending, by, now)
@@ -233,7 +234,7 @@ class Approvals:
             log.exception("approved command %s (request %s) raised", request.command, request.id)
             result = ToolResult.failure(ErrorType.failed, f"{request.command} failed: {type(exc).__name__}: {exc}")
         shown = redact_result(result)
-        self._audit("write_run", pending, by, tool=request.command, argv=list(request.argv), status=shown.status)
+        self._audit("write_run", pending, by, tool=request.command, status=shown.status, **_subject(request))
         return shown
 
     def _audit(self, kind: Kind, pending: Pending | None, person: Principal | None, **fields: Any) -> None:
@@ -254,6 +255,11 @@ class Approvals:
 
     def _save(self, pending: Pending) -> None:
         self.store.save(pending, _ttl(pending, self.clock()))
+
+
+def _subject(request: ApprovalRequest) -> dict[str, Any]:
+    """What an audit record says was asked for: the argv, or the silence."""
+    return {"argv": list(request.argv)} if request.silence is None else {"args": request.action}
 
 
 def _ttl(pending: Pending, now: datetime) -> float:

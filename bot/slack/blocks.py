@@ -218,10 +218,16 @@ def output_blocks(title: str, text: str, ok: bool, max_chars: int) -> list[Block
 
 
 def approval_blocks(pending: Pending) -> list[Block]:
-    """A request with Approve/Deny buttons: the exact argv (or the runbook's question), who asked,
+    """A request with Approve/Deny buttons: the exact argv (the silence, or the runbook's question), who asked,
     why, and until when. The button's value is the request id, all a click needs."""
     asked = mention(pending.requested_by.user) if pending.requested_by else "someone"
-    if pending.command is not None:
+    if pending.command is not None and pending.command.silence is not None:
+        what = (
+            f":warning: *Approval needed* – {escape(pending.command.description)} mutes alerts.\n"
+            f"*Will create:* `{escape(pending.argv_shown)}`\n*Asked by* {asked}: {escape(_cut(pending.why, 500))}"
+        )
+        check = ("Create this silence?", f"`{escape(pending.argv_shown)}` will be created.", "Create it")
+    elif pending.command is not None:
         request = pending.command
         params = ", ".join(f"{k}={v}" for k, v in request.params.items()) or "no parameters"
         what = (

@@ -9,13 +9,25 @@ under `policy.alertmanagers` (config/policy/alertmanagers.py has their format), 
   /api/v2/silences with `filter=`; alerts and live silences capped, counts when cut; `show`.
 - silences: a silence asked for (`SilenceRequest`), checked against the policy (who may, at most
   `silences.max_duration_s`, at least one name=value matcher), and created by `create_silence`
-  only once a person approved it (tools/writes.py holds the tool; bot/approvals runs it).
+  only once a person approved it (tools/writes.py holds the create_silence tool that asks;
+  bot/approvals creates it).
 
 The executor redacts every string of a result and makes it inert, as for any tool: alert labels
 and annotations are outside text.
 """
 
-from .args import QueryAlertsArgs
-from .query import query_alerts_tool
+from .args import CreateSilenceArgs, QueryAlertsArgs
+from .query import query_alerts_tool, sources
+from .silences import SilenceRequest, create_silence, show_silence, silence_refusal, silence_request
 
-__all__ = ["QueryAlertsArgs", "query_alerts_tool"]
+__all__ = [
+    "CreateSilenceArgs",
+    "QueryAlertsArgs",
+    "SilenceRequest",
+    "create_silence",
+    "query_alerts_tool",
+    "show_silence",
+    "silence_refusal",
+    "silence_request",
+    "sources",
+]

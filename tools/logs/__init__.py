@@ -56,12 +56,13 @@ by timestamp (an untimed line keeps its place after the line before it) and the 
 shown; a failing source is a note as long as another one answered.
 """
 
+from ..durations import duration_seconds
 from .args import QueryLogsArgs
 from .files import log_files
 from .levels import LEVELS, Level, misspelling_of, parse_level
 from .query import query_logs, query_logs_tool
 from .sources import Readers, readers_for
-from .time import TIME_HINT, duration_seconds, time_arg
+from .time import TIME_HINT, time_arg
 
 __all__ = [
     "LEVELS",

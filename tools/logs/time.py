@@ -3,12 +3,12 @@ range (each line's time is read by stamps.py)."""
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, tzinfo
 from enum import Enum
 from typing import NamedTuple
 
 from ..base import ErrorType, ToolResult
+from ..durations import duration_seconds
 from .filters import Filters
 from .stamps import epoch, stamp_at
 
@@ -20,11 +20,6 @@ TIME_HINT = (
     "(times without an offset are in the service's time zone)"
 )
 
-_RELATIVE = re.compile(
-    r"(\d+(?:\.\d+)?)\s*(s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|weeks?)(?:\s+ago)?", re.I
-)
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
 
 def time_arg(name: str, text: str | None, zone: tzinfo | None, now: float) -> float | None | ToolResult:
     if text is None or not text.strip():
@@ -33,12 +28,6 @@ def time_arg(name: str, text: str | None, zone: tzinfo | None, now: float) -> fl
     if when is None:
         return ToolResult.failure(ErrorType.invalid_args, f"{name} {text!r} is not a time I understand", hint=TIME_HINT)
     return when
-
-
-def duration_seconds(text: str) -> float | None:
-    """Seconds of a relative age or length (`15m`, `2h ago`, `30 seconds`), None for anything else."""
-    relative = _RELATIVE.fullmatch(text.strip())
-    return float(relative[1]) * _UNIT_SECONDS[relative[2][0].lower()] if relative else None
 
 
 def _parse_time(text: str, zone: tzinfo | None, now: float) -> float | None:
