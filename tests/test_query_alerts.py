@@ -85,8 +85,10 @@ def test_firing_alerts_are_filtered_by_matchers_with_their_state_and_summary(am:
     assert result.data["summary"].startswith("2 firing alert(s) matching alertname=DiskFull (1 active, 1 suppressed)")
 
 
-def test_silences_are_listed_with_id_matchers_end_author_and_comment(am: str) -> None:
-    result = call(executor(am), matchers=["instance=db-1"])
+@pytest.mark.parametrize("matcher", ["instance=db-1", "alertname=DiskFull"])
+def test_silences_are_listed_with_id_matchers_end_author_and_comment(am: str, matcher: str) -> None:
+    """Named by the matchers, or muting an alert shown (the filter matches only a silence's own labels)."""
+    result = call(executor(am), matchers=[matcher])
     [listed] = result.data["silences"]
     assert listed["matchers"] == ["instance=db-1"] and listed["state"] == "active"
     assert listed["created_by"] == "bob" and listed["comment"] == "disk swap planned"
@@ -94,7 +96,7 @@ def test_silences_are_listed_with_id_matchers_end_author_and_comment(am: str) ->
 
 
 def test_silenced_alerts_can_be_left_out(am: str) -> None:
-    result = call(executor(am), matchers=["alertname=DiskFull"], silenced=False, silences=False)
+    result = call(executor(am), matchers=["alertname=DiskFull"], silenced=False, list_silences=False)
     assert [a["labels"]["instance"] for a in result.data["alerts"]] == ["db-2"]
     assert "silences" not in result.data
 

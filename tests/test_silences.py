@@ -28,8 +28,12 @@ from opsbot.tools.base import ErrorType, Registry, ToolResult
 from opsbot.tools.catalog import ops_tools
 from opsbot.tools.commands import ApprovalRequest
 from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
+from tests.fakes import slack_payloads as payloads
 from tests.fakes.alertmanager_server import alertmanager, installed, send_to_alertmanager
 from tests.fakes.model_server import Call, ModelServer, Reply, tool_results
+from tests.fakes.slack_stack import Stack
+from tests.test_slack import answer_text, answered, approval_message, request_id, results
+from tests.test_slack import make_stack as make_stack  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.skipif(
     installed() is None,
@@ -228,7 +232,9 @@ def test_a_policy_change_before_the_approval_creates_nothing(am: str) -> None:
         pending = approvals.ask_command(request, PLACE, HandBack.agent)
         decision = approvals.decide(pending.id, True, APPROVER, seen)
         assert decision.verdict is Verdict.refused, decision
-    tampered = request.model_copy(update={"silence": request.silence.model_copy(update={"duration_s": 7200.0 * 3})})  # type: ignore[union-attr]
+    assert request.silence is not None
+    longer = request.silence.model_copy(update={"duration_s": 6 * 3600.0})
+    tampered = request.model_copy(update={"silence": longer})
     approvals, seen = service(asked)
     pending = approvals.ask_command(tampered, PLACE, HandBack.agent)
     assert "differs from the one asked for" in approvals.decide(pending.id, True, APPROVER, seen).message
@@ -298,3 +304,47 @@ def test_in_opsbot_chat_the_model_asks_the_person_decides_and_the_model_is_told(
     assert f"silence {silence['id']} created on Alertmanager main" in out
     [outcome] = told
     assert f"{ME} approved `create_silence`" in outcome and silence["id"] in outcome
+
+
+# ---------------------------------------------------------------- the whole walk, in Slack
+
+
+def test_in_slack_an_approver_clicks_and_the_silence_id_is_told_in_the_thread(
+    am: str, make_stack: Callable[..., Stack], sample: Any
+) -> None:
+    comment = f"db-1 disk swap {uuid.uuid4().hex[:6]}"
+    source = AlertmanagerSource.model_validate({"url": am, "silences": {"approvers": {"users": ["U2"]}}})
+    pol = sample.policy.model_copy(update={"alertmanagers": {"main": source}})
+    told: list[str] = []
+
+    def model(body: dict[str, Any]) -> Reply:
+        last = body["messages"][-1]
+        if last["role"] == "user" and "silence db-1" in str(last["content"]):
+            args = {"source": "main", "matchers": ["alertname=DiskFull", "instance=db-1"], "duration": "30m"}
+            return Reply(calls=[Call("create_silence", {**args, "comment": comment})])
+        if not str(last["content"]).startswith("[from opsbot"):
+            return Reply(content="The silence waits for an approver.")
+        told.append(str(last["content"]))
+        return Reply(content="Silenced.")
+
+    stack = make_stack(model, policy=pol)
+    mention = payloads.app_mention("<@UBOT> silence db-1 for half an hour")
+    stack.event(mention)
+    message = approval_message(stack, "C1", mention["ts"])
+    assert f"Will create:* `silence {{alertname=DiskFull, instance=db-1}} for 30m on Alertmanager main: {comment}`" in (
+        json.dumps(message["blocks"])
+    )
+    answered(stack, "C1", mention["ts"])
+    assert silences(am, comment) == [], "nothing is created before the approval"
+
+    stack.click("opsbot_approve", request_id(message), user="U1", message_ts=message["ts"])  # the asker
+    stack.click("opsbot_approve", request_id(message), user="U2", message_ts=message["ts"])
+    stack.click("opsbot_approve", request_id(message), user="U2", message_ts=message["ts"])  # a double click
+    answers = answered(stack, "C1", mention["ts"], count=2)
+    [made] = silences(am, comment)
+    assert made["createdBy"] == "U1 via opsbot, approved by U2"
+    [result] = results(stack, "C1", mention["ts"])
+    assert f"silence {made['id']} created on Alertmanager main" in json.dumps(result["blocks"])
+    assert answer_text(answers[1]) == "Silenced."
+    [outcome] = told
+    assert "U2 approved `create_silence`" in outcome and made["id"] in outcome

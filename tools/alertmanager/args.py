@@ -17,7 +17,9 @@ class QueryAlertsArgs(BaseModel):
     matchers: list[str] = Field(default_factory=list, max_length=20, description=MATCHERS + "; none: every alert")
     silenced: bool = Field(default=True, description="include firing alerts a silence mutes")
     inhibited: bool = Field(default=True, description="include firing alerts another alert inhibits")
-    silences: bool = Field(default=True, description="also list the silences (active or pending) these matchers name")
+    list_silences: bool = Field(
+        default=True, description="also list the silences (active or pending) whose matchers these matchers match"
+    )
 
 
 class CreateSilenceArgs(BaseModel):

@@ -14,8 +14,8 @@ from .args import QueryAlertsArgs
 from .client import Client
 from .matchers import Matcher, parse_matchers
 
-# query_alerts asks for the alerts, then the silences.
-REQUESTS = 2
+# query_alerts asks for the alerts, then the silences the matchers name, then maybe every silence.
+REQUESTS = 3
 # The silences listed are the ones that mute or will mute; expired ones linger in Alertmanager.
 LIVE_SILENCES = ("active", "pending")
 
@@ -76,13 +76,28 @@ def query_alerts(client: Client, args: QueryAlertsArgs) -> ToolResult:
     if isinstance(alerts, ToolResult):
         return alerts
     data: dict[str, Any] = {"source": client.name, **_alerts(alerts, client.source.max_alerts)}
-    if args.silences:
-        silences = client.get("silences", filters)
+    if args.list_silences:
+        silences = _silences_of(client, filters, data["alerts"])
         if isinstance(silences, ToolResult):
             return silences
         data.update(_silences(silences, client.source.max_silences))
     data["summary"] = _said(data, matchers)
     return ToolResult.success(data)
+
+
+def _silences_of(client: Client, filters: list[tuple[str, str]], alerts: list[dict[str, Any]]) -> Any:
+    """The silences the matchers name, and those muting a shown alert: Alertmanager's `filter=`
+    matches a silence's own `=` matchers, so a silence of `instance=db-1` is not found by
+    `alertname=DiskFull` although it mutes that alert."""
+    named = client.get("silences", filters)
+    if isinstance(named, ToolResult):
+        return named
+    muting = {silence_id for alert in alerts for silence_id in alert.get("silenced_by", [])}
+    missing = muting - {s.get("id") for s in named}
+    if not missing:
+        return named
+    every = client.get("silences", [])
+    return every if isinstance(every, ToolResult) else named + [s for s in every if s.get("id") in missing]
 
 
 def _flag(value: bool) -> str:
