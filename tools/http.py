@@ -76,3 +76,14 @@ class Server:
                 )
             values[header] = value
         return values
+
+
+def described(sources: Mapping[str, HttpSource]) -> str:
+    """The sources a tool's description lists: `name (description)`, or the name alone."""
+    return "; ".join(f"{name} ({s.description})" if s.description else name for name, s in sources.items())
+
+
+def wait_s(sources: Mapping[str, HttpSource], requests: int) -> float:
+    """How long the executor waits for a call of `requests` requests: each stops itself at its
+    source's timeout, so the slowest source's, times the requests, and a second."""
+    return requests * max(s.timeout_s for s in sources.values()) + 1 if sources else 1.0

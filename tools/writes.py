@@ -22,11 +22,11 @@ from .alertmanager import (
     show_silence,
     silence_refusal,
     silence_request,
-    sources,
 )
 from .base import ErrorType, Tool, ToolResult
 from .commands import ApprovalRequest, Prepared, approver_refusal
 from .commands import check_approval as check_command
+from .http import described
 from .runner import shown
 
 CREATE_SILENCE = "create_silence"
@@ -42,7 +42,7 @@ def create_silence_tool(policy: Policy) -> Tool[CreateSilenceArgs]:
         description=(
             "Ask for a silence on an Alertmanager: the alerts matching every matcher stop notifying for the "
             "duration. A person must approve it before it exists; at least one matcher must be name=value. "
-            f"Alertmanagers: {sources(policy)}."
+            f"Alertmanagers: {described(policy.alertmanagers)}."
         ),
         args_model=CreateSilenceArgs,
         run=run,

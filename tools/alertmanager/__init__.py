@@ -17,7 +17,7 @@ and annotations are outside text.
 """
 
 from .args import CreateSilenceArgs, QueryAlertsArgs
-from .query import query_alerts_tool, sources
+from .query import query_alerts_tool
 from .silences import SilenceRequest, create_silence, show_silence, silence_refusal, silence_request
 
 __all__ = [
@@ -29,5 +29,4 @@ __all__ = [
     "show_silence",
     "silence_refusal",
     "silence_request",
-    "sources",
 ]

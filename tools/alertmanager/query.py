@@ -10,6 +10,7 @@ from typing import Any
 
 from ...config.policy import Policy, Principal
 from ..base import ErrorType, Tool, ToolResult
+from ..http import described, wait_s
 from .args import QueryAlertsArgs
 from .client import Client
 from .matchers import Matcher, parse_matchers
@@ -32,23 +33,14 @@ def query_alerts_tool(policy: Policy, environ: Mapping[str, str] | None = None) 
         description=(
             "Firing alerts of an Alertmanager (labels, state: active, or suppressed by a silence or an "
             "inhibition, since when, summary) and its silences, filtered by label matchers. "
-            f"Alertmanagers: {sources(policy)}."
+            f"Alertmanagers: {described(policy.alertmanagers)}."
         ),
         args_model=QueryAlertsArgs,
         run=run,
-        timeout_s=timeout(policy, REQUESTS),
+        timeout_s=wait_s(policy.alertmanagers, REQUESTS),
         summarize=lambda data: str(data["summary"]),
         show=show,
     )
-
-
-def sources(policy: Policy) -> str:
-    return "; ".join(f"{name} ({s.description})" if s.description else name for name, s in policy.alertmanagers.items())
-
-
-def timeout(policy: Policy, requests: int) -> float:
-    """How long the executor waits: each request stops itself at its source's timeout."""
-    return requests * max(s.timeout_s for s in policy.alertmanagers.values()) + 1 if policy.alertmanagers else 1.0
 
 
 def client_for(

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 from ...config.policy import MetricsSource, Policy, Principal
 from ..base import ErrorType, Tool, ToolResult
+from ..http import described, wait_s
 from ..logs import duration_seconds, time_arg
 from .args import FindMetricsArgs, QueryMetricsArgs
 from .client import Client
@@ -44,11 +45,11 @@ def query_metrics_tool(policy: Policy, environ: Mapping[str, str] | None = None)
             "PromQL against a Prometheus-compatible source. Without since: an instant query (each series' value "
             "now, or at until). With since (15m, 2h, 1d or ISO-8601): a range query, each series summarised "
             "(min/avg/max/last, change, when it peaked and crossed the middle of its range). Use find_metrics "
-            f"first for names you are not sure of. Sources: {_sources(policy)}."
+            f"first for names you are not sure of. Sources: {described(policy.metrics)}."
         ),
         args_model=QueryMetricsArgs,
         run=run,
-        timeout_s=_timeout(policy, QUERY_REQUESTS),
+        timeout_s=wait_s(policy.metrics, QUERY_REQUESTS),
         summarize=lambda data: str(data["summary"]),
         show=show_query,
     )
@@ -63,23 +64,14 @@ def find_metrics_tool(policy: Policy, environ: Mapping[str, str] | None = None) 
         name="find_metrics",
         description=(
             "Metric names of a metrics source that contain the given words, with their type, help text, labels "
-            f"and a few label values. Sources: {_sources(policy)}."
+            f"and a few label values. Sources: {described(policy.metrics)}."
         ),
         args_model=FindMetricsArgs,
         run=run,
-        timeout_s=_timeout(policy, FIND_REQUESTS),
+        timeout_s=wait_s(policy.metrics, FIND_REQUESTS),
         summarize=lambda data: str(data["summary"]),
         show=show_found,
     )
-
-
-def _sources(policy: Policy) -> str:
-    return "; ".join(f"{name} ({s.description})" if s.description else name for name, s in policy.metrics.items())
-
-
-def _timeout(policy: Policy, requests: int) -> float:
-    """How long the executor waits: each request stops itself at its source's timeout."""
-    return requests * max(s.timeout_s for s in policy.metrics.values()) + 1 if policy.metrics else 1.0
 
 
 def _client(
