@@ -23,7 +23,7 @@ import os
 import re
 import shlex
 import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from ..config.policy import Policy, Principal
+from ..config.policy import HttpSource, Policy, Principal
 from ..tools.base import ErrorType, ToolResult
 from ..tools.commands import ApprovalRequest
 from ..tools.executor import ToolCall
@@ -55,11 +55,13 @@ USAGE = """Direct commands (no model needed):
   metrics <source> <promql>        a PromQL query over the last hour, summed up per series and drawn;
                                    options: since=1h until=... step=1m (ISO-8601 times too)
   metrics <source> find <words>    metric names holding the words, with their labels
+  alerts                           the Alertmanagers
+  alerts <source> [matcher ...]    firing alerts and their silences: service=checkout alertname=~High.*
   reset                            forget this thread's conversation
   help                             this list
 Anything else is a question for the model."""
 
-NAMES = ("services", "logs", "run", "config", "runbook", "metrics", "reset", "help")
+NAMES = ("services", "logs", "run", "config", "runbook", "metrics", "alerts", "reset", "help")
 HELP_POINTER = "(`help` lists the direct commands.)"
 LOG_OPTIONS = ("since", "until", "limit", "regex")
 # A query's options come last, and a value is a time or a duration: PromQL never ends in such a word.
@@ -169,6 +171,8 @@ def parse_command(policy: Policy, text: str) -> DirectCommand | None:
     name = words[0].lower()
     if name == "metrics":
         return _metrics_call(policy, text.strip()[len(words[0]) :])
+    if name == "alerts" and len(words) == 1:
+        return _listing("Alertmanagers", "policy.alertmanagers", policy.alertmanagers)
     if name in ("help", "reset", "services"):
         if len(words) > 1:
             return NotACommand(name=name, why=f"`{name}` takes no arguments.")
@@ -251,6 +255,8 @@ def _tool_call(policy: Policy, name: str, args: list[str]) -> ToolCall | NotACom
         return ToolCall("direct", "run_command", json.dumps(call))
     if name == "runbook":
         return _runbook_call(policy, args)
+    if name == "alerts":
+        return _alerts_call(policy, args)
     return _config_call(policy, args)
 
 
@@ -275,14 +281,25 @@ def _config_call(policy: Policy, args: list[str]) -> ToolCall | NotACommand:
     return ToolCall("direct", "read_config", json.dumps(read))
 
 
+def _listing(what: str, key: str, sources: Mapping[str, HttpSource]) -> Listing:
+    entries = {name: source.description for name, source in sources.items()}
+    return Listing(heading=f"{what}:" if entries else f"No {what} are configured ({key}).", entries=entries)
+
+
+def _alerts_call(policy: Policy, args: list[str]) -> ToolCall | NotACommand:
+    """`alerts <source> [matcher ...]`: each word a label matcher, checked by the tool."""
+    if args[0] not in policy.alertmanagers:
+        usage = "alerts | alerts <source> [matcher ...]"
+        return NotACommand(name="alerts", why=_unknown(usage, "Alertmanager", args, policy.alertmanagers))
+    return ToolCall("direct", "query_alerts", json.dumps({"source": args[0], "matchers": args[1:]}))
+
+
 def _metrics_call(policy: Policy, rest: str) -> ToolCall | Listing | NotACommand:
     """`metrics` (the sources), `metrics <source> find <words>`, or `metrics <source> <promql> [options]`.
     The query is kept as typed, quotes and all: PromQL's `{code="502"}` is not shell words."""
     usage = "metrics <source> <promql> [since=1h] [until=...] [step=...] | metrics <source> find <words>"
     if not rest.strip():
-        sources = {name: source.description for name, source in policy.metrics.items()}
-        heading = "metrics sources:" if sources else "No metrics sources are configured (policy.metrics)."
-        return Listing(heading=heading, entries=sources)
+        return _listing("metrics sources", "policy.metrics", policy.metrics)
     source, _, query = rest.strip().partition(" ")
     if source not in policy.metrics:
         return NotACommand(name="metrics", why=_unknown(usage, "metrics source", [source], policy.metrics))

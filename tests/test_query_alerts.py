@@ -199,3 +199,26 @@ def test_check_config_counts_alertmanagers_and_warns_of_an_unset_header_variable
     assert done.returncode == 0, done.stderr
     assert "1 Alertmanager(s)" in done.stdout
     assert f"{config}:5" in done.stderr and "environment variable AM_AUTH is not set here" in done.stderr
+
+
+# The direct command `alerts` (bot/commands.py): no model, the tool's result as people read it.
+
+
+def test_opsbot_ask_alerts_lists_alertmanagers_and_firing_alerts_without_a_model(am: str, tmp_path: Path) -> None:
+    config = tmp_path / "opsbot.yaml"
+    config.write_text(f"policy:\n  alertmanagers:\n    main:\n      url: {am}\n      description: the test one\n")
+    argv = [sys.executable, "-m", "opsbot.bot", "--config", str(config), "ask"]
+
+    def ask(text: str) -> subprocess.CompletedProcess[str]:
+        env = {"PATH": "/usr/bin:/bin"}
+        return subprocess.run([*argv, text], capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)
+
+    listed = ask("alerts")
+    assert listed.returncode == 0 and listed.stdout.strip() == "Alertmanagers:\n  main: the test one"
+    disks = ask('alerts main alertname=DiskFull severity=~"crit.*"')
+    assert disks.returncode == 0, disks.stderr
+    assert "db-1" in disks.stdout and "db-2" not in disks.stdout and "disk swap planned" in disks.stdout
+    bad = ask("alerts main service~checkout")
+    assert bad.returncode != 0 and "service~checkout" in bad.stdout + bad.stderr and "Traceback" not in bad.stderr
+    unknown = ask("alerts nope")
+    assert unknown.returncode != 0 and "There is no Alertmanager 'nope'" in unknown.stdout + unknown.stderr

@@ -22,5 +22,6 @@ def completer(policy: Policy) -> NestedCompleter:
         "config": dict.fromkeys(sorted(policy.config_files)),
         "runbook": {"list": None, "show": runbooks, "run": runbooks},
         "metrics": {name: {"find": None} for name in sorted(policy.metrics)},
+        "alerts": dict.fromkeys(sorted(policy.alertmanagers)),
     }
     return NestedCompleter.from_nested_dict(words)
