@@ -20,6 +20,8 @@ from opsbot.config.settings import SAMPLE_CONFIG, LoopLimits, MemorySettings, Se
 from opsbot.tools.catalog import ops_tools
 from tests.fakes.clock import SkippingClock
 from tests.fakes.model_server import ModelServer, Policy
+from tests.fakes.prometheus_server import Running
+from tests.fakes.prometheus_server import node_prometheus as prometheus_of_a_node
 from tests.fakes.redis_server import ClusterSetup, RedisServer, SentinelSetup
 from tests.fakes.slack_api import SlackApi
 from tests.fakes.slack_stack import Stack, Stacks, stack_settings
@@ -112,6 +114,14 @@ def memory(request: pytest.FixtureRequest) -> Memory:
     server: RedisServer = request.getfixturevalue("redis_server")
     server.flush()
     return RedisMemory(server.url)
+
+
+@pytest.fixture(scope="module")
+def node_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    """A real Prometheus of a real node_exporter and itself (tests/fakes/prometheus_server.py), per
+    module; mark its tests `needs_node_exporter`."""
+    with prometheus_of_a_node(tmp_path_factory.mktemp("prometheus")) as running:
+        yield running
 
 
 @pytest.fixture(scope="session")

@@ -5,16 +5,14 @@ through the executor, as the model sees the results (redacted, rendered)."""
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from opsbot.bot.commands import Listing, NotACommand, decide
@@ -23,71 +21,22 @@ from opsbot.tools.base import Registry, ToolResult
 from opsbot.tools.catalog import ops_tools
 from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
 from tests.fakes.model_server import Call, ModelServer, Reply, tool_results
-from tests.fakes.prometheus_server import PROMETHEUS, Running, scrape_job
-from tests.fakes.prometheus_server import prometheus as real_prometheus
+from tests.fakes.prometheus_server import LABEL_TOKEN, Running, needs_node_exporter
 from tests.fakes.redis_server import RedisServer, free_port
 from tests.fakes.slack_api import SlackApi
 from tests.fakes.slack_stack import Stacks, stack_settings
-from tests.fakes.waiting import until
 
-NODE_EXPORTER = shutil.which("prometheus-node-exporter")
-pytestmark = pytest.mark.skipif(
-    PROMETHEUS is None or NODE_EXPORTER is None,
-    reason="Debian's prometheus and prometheus-node-exporter are not on PATH: "
-    "apt-get install prometheus prometheus-node-exporter",
-)
+pytestmark = needs_node_exporter
 FAST = RetryPolicy(timeout_s=30, retries=0, backoff_s=0.01)
-# A GitHub token's shape, built here so no scanner takes this file for a leak.
-TOKEN = "ghp_" + "A1b2C3d4" * 4 + "E5f6"
+TOKEN = LABEL_TOKEN  # the node target's label holding a token's shape
 ONCALL = Principal(platform="cli", user="alice", groups=frozenset({"oncall"}))
 STRANGER = Principal(platform="cli", user="mallory")
 
 
-def _started(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as out:
-        return subprocess.Popen(argv, stdout=out, stderr=out)
-
-
 @pytest.fixture(scope="module")
-def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    """A real Prometheus (1s scrapes) of a real node_exporter and of itself, once targets are up
-    and a few samples of node_cpu_seconds_total exist."""
-    assert NODE_EXPORTER is not None
-    tmp = tmp_path_factory.mktemp("prometheus")
-    node_port, prom_port = free_port(), free_port()
-    # A few collectors only: a scrape must finish within the 1 s interval on a busy machine.
-    collectors = ["--collector.disable-defaults", "--collector.cpu", "--collector.loadavg", "--collector.meminfo"]
-    node = _started([NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{node_port}", *collectors], tmp / "node.log")
-    (tmp / "targets.json").write_text(
-        json.dumps([{"targets": [f"127.0.0.1:{node_port}"], "labels": {"env": "test", "api_token": TOKEN}}])
-    )
-    jobs = (
-        "  - job_name: node\n"
-        f"    file_sd_configs: [{{files: [{json.dumps(str(tmp / 'targets.json'))}]}}]\n"
-        + scrape_job("prometheus", f"127.0.0.1:{prom_port}")
-    )
-    try:
-        with real_prometheus(tmp, jobs, port=prom_port) as running:
-
-            def count(expr: str) -> float:
-                answer = httpx.get(f"{running.url}/api/v1/query", params={"query": expr}, timeout=2).json()
-                result = answer["data"]["result"]
-                return float(result[0]["value"][1]) if result else 0.0
-
-            ready = until(
-                lambda: (
-                    count('count(up{job=~"node|prometheus"} == 1)') == 2
-                    and count("count_over_time(node_cpu_seconds_total[1m]) > 4") > 0
-                ),
-                60,
-                interval=0.3,
-                ignore=(httpx.HTTPError, KeyError, ValueError),
-            )
-            assert ready, running.log.read_text()[-3000:] + (tmp / "node.log").read_text()[-2000:]
-            yield running
-    finally:
-        node.terminate()
-        node.wait(10)
+def prometheus(node_prometheus: Running) -> Running:
+    """The real Prometheus of a real node_exporter (tests/conftest.py), by the name these tests use."""
+    return node_prometheus
 
 
 def executor(url: str, **source: Any) -> Executor:
