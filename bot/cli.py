@@ -28,9 +28,10 @@ from ..tools.logs import TIME_HINT, time_arg
 from .agent import Progress
 from .agent.prompts import UNCHECKED, no_model_text
 from .build import build_agent
+from .charts import chart_of
 from .commands import Question, decide, run_command
 from .config_check import check_config_file
-from .terminal import TERMINAL_USER, InertFormatter, PlainProgress, console, echo
+from .terminal import TERMINAL_USER, InertFormatter, PlainProgress, console, echo, show_charts
 from .version import VERSION
 
 EXIT_CONFIG = 2
@@ -201,6 +202,9 @@ def ask(ctx: click.Context, question: str, thread: str, as_json: bool) -> None:
     if not isinstance(decision, Question):
         output = run_command(agent, decision, thread, TERMINAL_USER)
         echo(json.dumps(output.as_json()) if as_json else output.text)
+        chart = chart_of(output.tool, output.result)
+        if chart is not None and not as_json:
+            show_charts(console(sys.stderr), [chart])  # beside the steps: stdout stays the output alone
         ctx.exit(0 if output.ok else 1)
     if as_json:
         # Nothing streams: stdout is one JSON document (`checked` says whether tools backed the answer).
@@ -212,6 +216,7 @@ def ask(ctx: click.Context, question: str, thread: str, as_json: bool) -> None:
         progress = PlainProgress(console(sys.stderr), console(sys.stdout))
         reply = agent.run(question, thread=thread, progress=progress, principal=TERMINAL_USER)
         progress.finish(reply.text, None)
+        show_charts(console(sys.stderr), reply.charts)
         if not reply.checked:
             # Beside the steps on stderr: stdout stays the answer alone, for whoever pipes it.
             echo(UNCHECKED, err=True, fg="yellow")

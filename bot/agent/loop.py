@@ -29,6 +29,7 @@ from ...tools.cancel import Cancelled, abandonable, cancellable, requested
 from ...tools.commands import ApprovalRequest
 from ...tools.executor import Outcome, RetryPolicy, ToolCall
 from ...tools.redact import redact, redact_text
+from ..charts import charts_of
 from ..faults import Fault
 from ..llm import Model, ModelTurn, ModelUnavailable, Usage, unique_ids
 from ..memory import Memory, MemoryUnavailable, ThreadBusy, ThreadState
@@ -522,6 +523,7 @@ class _Run:
             fault=fault,
             ended=ended,
             model=next((s.model for s in reversed(self.steps) if s.model), None),
+            charts=charts_of((o.call.name, o.result) for o in self.outcomes),
         )
 
     def _known(self, tool: str) -> bool:

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from ...tools.base import CallStatus
 from ...tools.commands import ApprovalRequest
+from ..charts import Chart
 from ..faults import Fault
 from ..llm import Usage
 
@@ -111,6 +112,11 @@ class Reply(BaseModel):
         default=None,
         description="the model or Redis failed (llm_unavailable, no_model, memory_unavailable): the text says it "
         "in full, for the terminal; a Slack channel is told plainly (bot/agent/prompts.py plain_fault_text)",
+    )
+    charts: list[Chart] = Field(
+        default_factory=list,
+        description="the run's metrics ranges to look at rather than read (bot/charts charts_of: at most "
+        "MAX_CHARTS): front ends draw them with the answer",
     )
 
 

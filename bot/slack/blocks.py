@@ -121,11 +121,13 @@ def context_line(reply: Reply) -> str:
 
 
 class Attachment(NamedTuple):
-    """An answer too long for messages, as a file in its thread; found again by its name."""
+    """A file in a thread, found again by its name: an answer too long for messages (text), or a
+    chart (a PNG, with the alt text that says what it shows)."""
 
     name: str
     title: str
-    content: str
+    content: str | bytes
+    alt_text: str = ""
 
 
 class AnswerMessages(NamedTuple):
@@ -206,15 +208,16 @@ def feedback_blocks(answer_id: str) -> list[Block]:
     ]
 
 
-def output_blocks(title: str, text: str, ok: bool, max_chars: int) -> list[Block]:
-    """Command output in a code block, cut in the middle with a note when long."""
+def output_blocks(title: str, text: str, ok: bool, max_chars: int, note: str = "") -> list[Block]:
+    """Command output in a code block, cut in the middle with a note when long; `note` below it."""
     mark = "" if ok else "✗ "
     # Cut after escaping: `&lt;` is longer than `<`, and the section must keep its tail and fence.
     shown = cut_middle(escape(text), max_chars)
-    note = (
+    cut = (
         [_context(f"Output cut to {max_chars:,} characters (of {len(text):,}), middle left out.")] if shown.cut else []
     )
-    return [section(f"{mark}{_cut(escape(title), 100)}\n```{shown.text}```"), *note]
+    said = [_context(escape(note))] if note else []
+    return [section(f"{mark}{_cut(escape(title), 100)}\n```{shown.text}```"), *cut, *said]
 
 
 def approval_blocks(pending: Pending) -> list[Block]:

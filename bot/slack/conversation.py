@@ -19,6 +19,7 @@ from ...tools.redact import redact_text
 from ..agent import Agent, Reply, StopReason
 from ..agent.prompts import plain_fault_text, with_thread_context
 from ..approvals import Approvals, ApprovalsUnavailable, HandBack
+from ..charts import chart_of
 from ..commands import DirectCommand, Question, RunbookRequest, run_command
 from ..faults import Fault
 from ..redis.client import REDIS_ERRORS
@@ -148,8 +149,10 @@ class Conversation:
             self._run_runbook(job, target, command)
             return
         output = run_command(self.agent, command, job.thread.key, job.principal)
+        chart = chart_of(output.tool, output.result)
+        unshown = target.charts([chart]) if chart is not None else ""
         said = output.text if output.fault is None else plain_fault_text(output.fault, [])
-        blocks = output_blocks(job.text, said, output.ok, self.settings.max_output_chars)
+        blocks = output_blocks(job.text, said, output.ok, self.settings.max_output_chars, note=unshown)
         target.output(escape(said[:3000]), blocks)
         if output.fault is not None:
             self._tell_operators(job, target, output.fault)

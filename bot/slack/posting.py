@@ -9,7 +9,7 @@ a window that outlasts the client's timeout before it posts again, and a look th
 again. Only when no look succeeds for the whole window is the message posted regardless, with a
 warning: a possible duplicate (marked, so later looks find it) rather than a lost answer.
 
-A file (a long answer, attached) is shared the same way: it carries no metadata, so a look finds
+A file (a long answer attached, a chart) is shared the same way: it carries no metadata, so a look finds
 it by its name, which names its job and its answer (`upload_once`).
 
 429s are the client's: its `RateLimitErrorRetryHandler` waits `Retry-After` and retries. One that
@@ -251,7 +251,12 @@ def _try_upload(client: WebClient, channel: str, thread_ts: str | None, file: At
         # files.getUploadURLExternal, the bytes to the URL it gives, files.completeUploadExternal:
         # only the last shares the file, so only its failure leaves the outcome unknown.
         response = client.files_upload_v2(
-            channel=channel, thread_ts=thread_ts, filename=file.name, title=file.title, content=file.content
+            channel=channel,
+            thread_ts=thread_ts,
+            filename=file.name,
+            title=file.title,
+            content=file.content,
+            alt_txt=file.alt_text or None,
         )
         return str(response["file"]["id"])
 

@@ -20,7 +20,8 @@ answer alone. What the model wrote beside a tool call streams too, before it is 
 step's preamble; it stays, just above the step's line, as the step's own first line.
 
 An answer too long for one message (blocks.py `answer_messages`) is posted in messages of its
-own, in order, or attached as a file: a stream then ends as the steps message.
+own, in order, or attached as a file: a stream then ends as the steps message. The run's charts
+(metrics ranges, charts.py) are shared before the answer's own message.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from .blocks import (
     steps_message,
     unattached_message,
 )
+from .charts import share_charts
 from .jobs import Job
 from .posting import PostFailed, marker, may_have_landed, post_once, upload_once
 
@@ -143,6 +145,8 @@ class SlackProgress(Progress):
         try:
             if self.steps_ts is not None:
                 self._show_steps(done=True)
+            # Before the answer's own message, which marks the job answered (charts.py).
+            share_charts(self.client, self.channel, self.thread_ts, self.job.id, reply.charts, self.job.resumed)
             answer = answer_messages(reply, self.job.id)
             if len(answer.messages) > 1 or answer.attachment is not None:
                 return self._post_long(reply, answer)

@@ -20,7 +20,9 @@ from slack_sdk.errors import SlackApiError
 from ...config.settings import SlackSettings
 from ...tools.redact import redact_text
 from ..agent import Progress, Reply
+from ..charts import Chart
 from .blocks import ANSWER_EVENT, Block, answer_messages, escape, unattached_message
+from .charts import share_charts
 from .jobs import Job, ThreadRef
 from .outbound import GuardedWebhook
 from .posting import PostFailed, find_marked, post_once, tell
@@ -32,6 +34,7 @@ _SLACK_FAILURES = (PostFailed, SlackApiError, URLError, OSError)
 # The kind of a message that opens a thread of the channel for a person's request.
 _OPENS_THREAD = "opsbot_question"
 _NO_FILE = "a reply only you see cannot carry a file; ask where opsbot can post to get all of it"
+_NO_CHART = "A reply only you see cannot carry a chart: `@opsbot metrics ...` in a thread opsbot is in shares it there."
 
 
 class Target(Protocol):
@@ -52,6 +55,11 @@ class Target(Protocol):
 
     def output(self, text: str, blocks: list[Block]) -> None:
         """A direct command's output, as the job's answer. Raises `PostFailed` when Slack refuses it."""
+        ...
+
+    def charts(self, charts: list[Chart]) -> str:
+        """Share a direct command's charts, before its output; best effort (the output goes out
+        regardless). What the output should say when they cannot be shown here, else nothing."""
         ...
 
     def say(self, text: str, *, marker: str | None = None, kind: str = ANSWER_EVENT, check_first: bool = False) -> None:
@@ -117,6 +125,10 @@ class ThreadTarget:
     def output(self, text: str, blocks: list[Block]) -> None:
         self._post(self.job.id, text, blocks, check_first=self.job.resumed)
 
+    def charts(self, charts: list[Chart]) -> str:
+        share_charts(self.client, self.thread.channel, self.thread.thread_ts, self.job.id, charts, self.job.resumed)
+        return ""
+
     def say(self, text: str, *, marker: str | None = None, kind: str = ANSWER_EVENT, check_first: bool = False) -> None:
         try:
             self._post(marker or self.job.id, escape(text), kind=kind, check_first=check_first)
@@ -174,10 +186,15 @@ class ResponseUrlTarget:
         messages = answer.messages if answer.attachment is None else [unattached_message(reply, self.job.id, _NO_FILE)]
         for message in messages:
             self.webhook.send(text=message.text, blocks=message.blocks, response_type="ephemeral")
+        if reply.charts:
+            self.say(_NO_CHART)
         return reply
 
     def output(self, text: str, blocks: list[Block]) -> None:
         self.webhook.send(text=text, blocks=blocks, response_type="ephemeral")
+
+    def charts(self, charts: list[Chart]) -> str:
+        return _NO_CHART if charts else ""
 
     def say(self, text: str, *, marker: str | None = None, kind: str = ANSWER_EVENT, check_first: bool = False) -> None:
         try:

@@ -5,8 +5,9 @@ Only what `ask` and the other commands need is exposed here, with what every com
 through (`echo`, the log formatter: screen.py); `bot.terminal.session` (ChatSession) is imported
 when a chat starts, so `ask` and direct commands never load prompt_toolkit or rich's markdown."""
 
+from .charts import show_charts
 from .plain import PlainProgress
 from .screen import InertFormatter, console, echo
 from .user import TERMINAL_USER
 
-__all__ = ["TERMINAL_USER", "InertFormatter", "PlainProgress", "console", "echo"]
+__all__ = ["TERMINAL_USER", "InertFormatter", "PlainProgress", "console", "echo", "show_charts"]

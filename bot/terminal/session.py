@@ -19,8 +19,10 @@ from ...tools.cancel import cancellable
 from ...tools.commands import ApprovalRequest
 from ..agent import Agent, Reply, StopReason
 from ..agent.prompts import UNCHECKED, no_model_text
+from ..charts import chart_of
 from ..commands import CommandOutput, Question, decide, run_command
 from .approvals import TerminalApprovals
+from .charts import show_charts
 from .completion import LEAVE, completer
 from .history import history_path
 from .live import LiveProgress
@@ -114,6 +116,8 @@ class ChatSession:
             lambda: run_command(self.agent, decision, self.thread, TERMINAL_USER), f"running {text}"
         )
         say(self.out, output.text)
+        chart = chart_of(output.tool, output.result)
+        show_charts(self.out, [chart] if chart is not None else [])
         if output.approval is not None:
             self._offer(output.approval, text, continues_agent=False)
 
@@ -142,6 +146,7 @@ class ChatSession:
             reply = self._cancellable(lambda cancel: self._run(text, plain, cancel))
             if reply.stop_reason is not StopReason.cancelled:
                 plain.finish(reply.text, "cyan" if reply.stop_reason == "answered" else "yellow")
+        show_charts(self.out, reply.charts)
         if reply.stop_reason is StopReason.cancelled:
             say(self.out, reply.text, "yellow")
         elif not reply.checked:

@@ -416,10 +416,11 @@ class SlackApi:
     # Files (files_upload_v2: files.getUploadURLExternal, the bytes to its URL, files.completeUploadExternal).
 
     def files(self, channel: str | None = None) -> list[dict[str, Any]]:
-        """Every file shared (in `channel`), in the order shared: id, name, title, its text, where."""
+        """Every file shared (in `channel`), in the order shared: id, name, title, alt_txt, its bytes
+        (`content`) and as text, where."""
         with self._lock:
             shared = [
-                {**{k: v for k, v in f.items() if k != "content"}, "text": f["content"].decode(), **share}
+                {**f, "text": f["content"].decode(errors="replace"), **share}
                 for f in self._files.values()
                 for share in f["shares"]
             ]
@@ -779,7 +780,14 @@ class SlackApi:
         if not name or not length.isdigit():
             raise _ApiError("invalid_arguments")
         file_id = f"F{len(self._files) + 1:08d}"
-        self._files[file_id] = {"id": file_id, "name": name, "length": int(length), "content": None, "shares": []}
+        self._files[file_id] = {
+            "id": file_id,
+            "name": name,
+            "length": int(length),
+            "alt_txt": args.get("alt_txt"),
+            "content": None,
+            "shares": [],
+        }
         url = f"http://127.0.0.1:{self._http.server_address[1]}/upload/{file_id}"
         return {"ok": True, "upload_url": url, "file_id": file_id}
 

@@ -12,7 +12,8 @@
   when a query names a metric that does not exist (`not_found`).
 - query: the tools, access per source, since/until read by query_logs' parser (tools/logs), the
   step (given, or the range divided into `max_points`), and the result. A range result keeps the
-  points of its shown series in `ToolResult.kept`, in the order of `data["series"]`, for charts.
+  points of its shown series in `ToolResult.kept`, in the order of `data["series"]`, and says its
+  `query`, for charts (bot/charts/).
 
 The executor redacts every string of the result (label values included) as for any tool.
 """

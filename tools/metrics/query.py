@@ -158,6 +158,9 @@ def _range(client: Client, args: QueryMetricsArgs, window: Window, data: dict[st
     summaries = [range_summary(s) for s in series]
     shown = {
         "kind": "range",
+        # Said back so that the result names what it shows on its own: a chart of a direct
+        # command's result is titled with it (the executor redacts it with the rest).
+        "query": args.query,
         "start": when(window.start),
         "end": when(window.end),
         "step": f"{window.step:g}s",
