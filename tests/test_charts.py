@@ -12,18 +12,22 @@ import json
 import struct
 import subprocess
 import sys
+import time
 import zlib
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 
+from opsbot.bot.alerts import Alert, AlertExpression, alert_expression, parse_alertmanager
 from opsbot.bot.charts import MAX_CHARTS, Chart, ChartSeries, chart_of, charts_of, draw_png, sparkline, sparklines
 from opsbot.bot.terminal.prompt import LinePrompter
 from opsbot.bot.terminal.session import ChatSession
 from opsbot.config.policy import MetricsSource, Policy
-from opsbot.config.settings import SAMPLE_CONFIG, Settings
+from opsbot.config.settings import SAMPLE_CONFIG, AlertSettings, Settings
 from opsbot.tools.base import ErrorType, ToolResult
 from opsbot.tools.catalog import ops_tools
 from tests.fakes import slack_payloads as payloads
@@ -340,3 +344,90 @@ def test_chart_models_cross_the_boundary_as_data() -> None:
     """A reply's charts are plain data (`opsbot ask --json` prints them; a program can draw them)."""
     chart = Chart(query="up", start="a", end="b", series=[ChartSeries(label="x", points=[(1.0, 2.0)])])
     assert Chart.model_validate_json(chart.model_dump_json()) == chart
+
+
+# ---------------------------------------------------------------- an alert's thread
+
+ALERT_EXPR = "rate(node_cpu_seconds_total[5s]) > 0"
+
+
+def alert_notification(generator_url: str, fingerprints: list[str], **labels: str) -> list[Alert]:
+    """One Alertmanager notification of a group, parsed as the webhook parses it."""
+    group = {"alertname": "NodeBusy", **labels}
+    body = {
+        "version": "4",
+        "groupKey": '{}:{alertname="NodeBusy"}',
+        "status": "firing",
+        "receiver": "opsbot",
+        "groupLabels": {"alertname": "NodeBusy"},
+        "alerts": [
+            {
+                "status": "firing",
+                "labels": {**group, "cpu": fingerprint},
+                "annotations": {"summary": "the node is busy"},
+                "startsAt": "2026-12-02T09:21:37.804Z",
+                "generatorURL": generator_url,
+                "fingerprint": fingerprint,
+            }
+            for fingerprint in fingerprints
+        ],
+    }
+    return parse_alertmanager(json.dumps(body).encode())
+
+
+def graph_url(base: str, expr: str) -> str:
+    return f"{base}/graph?{urlencode({'g0.expr': expr, 'g0.tab': '1'})}"
+
+
+def test_an_alert_names_its_source_by_its_generator_url_or_a_label() -> None:
+    sources = {
+        "main": MetricsSource(url="http://prometheus.example.com:9090"),
+        "edge": MetricsSource(url="https://edge.example.com/prom"),
+    }
+
+    def named(url: str, **labels: str) -> AlertExpression | None:
+        [alert] = alert_notification(url, ["a"], **labels)
+        return alert_expression(alert, sources)
+
+    assert named(graph_url("http://PROMETHEUS.example.com:9090", "up == 0")) == AlertExpression("main", "up == 0")
+    assert named(graph_url("https://edge.example.com:443", "x > 1")) == AlertExpression("edge", "x > 1")
+    assert named(graph_url("http://other.example.com:9090", "up == 0")) is None  # no source of ours
+    assert named(graph_url("http://prometheus.example.com:9091", "up == 0")) is None  # another port
+    assert named(graph_url("http://other:9090", "up == 0"), opsbot_metrics_source="edge") == ("edge", "up == 0")
+    assert named(graph_url("http://other:9090", "up == 0"), opsbot_metrics_source="nope") is None
+    assert named("http://prometheus.example.com:9090/graph") is None  # no expression
+    assert named("http://prometheus.example.com:notaport/graph?g0.expr=up") is None
+
+
+@pytest.fixture
+def alert_stack(redis_server: RedisServer, sample: Settings, node_prometheus: Running) -> Iterator[Stack]:
+    """The Slack app (no model) with alerts into CALERTS, on the sample policy plus the real Prometheus."""
+    stacks = Stacks()
+    redis_server.flush()
+    policy = sample.policy.model_copy(update={"metrics": metrics_policy(node_prometheus.url).metrics})
+    slack = SlackApi()
+    alerts = AlertSettings(channel="CALERTS", first_look=False)
+    yield stacks.start(slack, stack_settings(slack, redis_server.url, policy, None, alerts=alerts), None)
+    stacks.close()
+
+
+@needs_node_exporter
+def test_an_alert_naming_its_source_gets_a_chart_of_its_expression_over_the_last_hour_once(
+    alert_stack: Stack, node_prometheus: Running
+) -> None:
+    stack = alert_stack
+    alerts = alert_notification(graph_url(node_prometheus.url, ALERT_EXPR), ["cpu0", "cpu1"])
+    strangers = alert_notification(graph_url("http://elsewhere.example.com:9090", "up"), ["x"], alertname="Other")
+    for alert in [*alerts, *strangers, *alerts]:  # a group of two, one of another source, the group re-sent
+        stack.built.alerts.queue.take([f"test:{time.monotonic_ns()}"], alert)
+    assert stack.slack.wait_for(lambda: len(stack.slack.files("CALERTS")) == 1, 30)
+    assert stack.idle(30)
+    [file] = stack.slack.files("CALERTS")
+    [root] = [m for m in stack.slack.messages("CALERTS") if m["ts"] == file["thread_ts"]]
+    assert "NodeBusy" in json.dumps(root)
+    assert file["title"].startswith(f"{ALERT_EXPR}  ·  ")
+    assert file["alt_txt"].startswith(f"Line chart of {ALERT_EXPR} from ")
+    start, end = file["alt_txt"].split(" from ")[1].split(" (step")[0].split(" to ")
+    span = datetime.fromisoformat(end) - datetime.fromisoformat(start)
+    assert span == timedelta(hours=1)
+    assert png_size(file["content"]) == (1000, 500)

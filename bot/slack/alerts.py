@@ -39,14 +39,17 @@ from slack_sdk import WebClient
 
 from ...config.policy import Policy, Principal, Runbook, Trigger
 from ...config.settings import AlertSettings
+from ...tools.executor import Executor, ToolCall
 from ...tools.redact import redact_text
 from ..agent.prompts import alert_first_look
-from ..alerts import ALIVE_TTL_S, Alert, AlertQueue
+from ..alerts import ALIVE_TTL_S, Alert, AlertQueue, alert_expression
+from ..charts import chart_of
 from ..redis.client import REDIS_ERRORS, RedisClient
 from ..runbooks import RunbookEngine, RunRefused
 from ..telemetry import metrics
 from .alert_groups import AlertGroups, Claim
 from .blocks import escape, group_blocks
+from .charts import share_charts
 from .delivery import WorkerPool
 from .jobs import Job, ThreadRef
 from .posting import post_once, post_or_log, replace
@@ -66,6 +69,8 @@ FLUSH_WAIT_S = 0.2
 FLUSH_EVERY_S = 2.0
 # An approved command in flight cannot be stopped halfway: a resolve waits this long for it.
 _CANCEL_PATIENCE_S = 600.0
+# What an alert's chart shows: its expression over the last hour (as query_metrics reads `since`).
+CHART_SINCE = "1h"
 
 
 class _Match(NamedTuple):
@@ -89,8 +94,11 @@ class AlertRouter:
         first_look: Callable[[Job], None] | None,
         owner: str,
         prefix: str = "opsbot:alerts",
+        metrics: Executor | None = None,
     ) -> None:
+        """`metrics` runs query_metrics for the chart of an alert that names its source (none: no charts)."""
         self.policy = policy
+        self.metrics = metrics
         self.engine = engine
         self.client = client
         self.redis = store
@@ -133,6 +141,7 @@ class AlertRouter:
         self.redis.set(f"{self.prefix}:thread:{alert.key}", json.dumps(remembered), ex=_THREAD_TTL_S)
         if episode:
             return
+        self._chart(alert, thread)
         if match is not None:
             self._run(alert, match.runbook, match.trigger, thread)
         elif self.settings.first_look and self.first_look is not None and self.groups.first_look(alert):
@@ -170,6 +179,35 @@ class AlertRouter:
         thread = ThreadRef(team=self.team, channel=channel, thread_ts=root)
         self.groups.remember_message(alert, thread)
         return thread
+
+    def _chart(self, alert: Alert, thread: ThreadRef) -> None:
+        """A chart of the alert's expression over the last hour in its thread, when the alert names
+        a configured metrics source (bot/alerts/expression.py): once per group and expression,
+        drawn on a worker (a slow source never holds up the next alert), skipped when all are busy."""
+        executor, named = self.metrics, alert_expression(alert, self.policy.metrics)
+        if executor is None or named is None:
+            return
+        digest = hashlib.sha256(f"{named.source}\0{named.expr}".encode()).hexdigest()[:16]
+        name = f"alert-{alert.group_id}-{self.groups.generation(alert)}-{digest}"
+        if not self.redis.set(f"{self.prefix}:chart:{name}", "1", nx=True, ex=_THREAD_TTL_S):
+            return  # another alert of the group, or another process, has it
+        # As the alert's first look asks: the source's `access` decides whether a webhook may query it.
+        asker = Principal(platform="webhook", user=alert.source, team=self.team, channel=thread.channel)
+        arguments = json.dumps({"source": named.source, "query": named.expr, "since": CHART_SINCE})
+        call = ToolCall(name, "query_metrics", arguments)
+
+        def draw() -> None:
+            result = executor.run_one(call, asker).result
+            chart = chart_of(call.name, result)
+            if chart is None:
+                log.info(
+                    "no chart for alert %r: %s", alert.title, result.error.message if result.error else "no series"
+                )
+                return
+            share_charts(self.client, thread.channel, thread.thread_ts, name, [chart], check_first=True)
+
+        if not self.pool.submit(draw):
+            log.info("no chart for alert %r: every worker is busy", alert.title)
 
     def _run(self, alert: Alert, runbook: Runbook, trigger: Trigger, thread: ThreadRef) -> None:
         missing = sorted(label for label in trigger.params.values() if label not in alert.labels)

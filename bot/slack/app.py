@@ -201,6 +201,7 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         team=identity.team_id,
         first_look=(lambda job: dispatcher.submit(job, here_when_full=True)) if agent.model is not None else None,
         owner=engine.owner,
+        metrics=agent.executor,
     )
     intake = Intake(
         agent.memory,
