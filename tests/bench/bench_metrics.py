@@ -10,12 +10,15 @@ the source's `max_points`, 300), is asked twice: straight from Prometheus' HTTP 
 passing the response through would give the model) and through opsbot's executor (what
 query_metrics gives it: the rendered, redacted result). Tokens are opsbot's own estimate
 (bot/agent/tokens.py: 4 characters a token, no tokenizer download), the same for both sides.
+Then the chart Slack gets of that result is drawn (bot/charts: matplotlib, Agg): the first draw
+in the process (matplotlib's import included) and the median of DRAWS more, in milliseconds.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,6 +32,7 @@ if str(ROOT) not in sys.path:
 import httpx  # noqa: E402
 
 from opsbot.bot.agent.tokens import estimate_tokens  # noqa: E402
+from opsbot.bot.charts import chart_of, draw_png  # noqa: E402
 from opsbot.config.policy import MetricsSource, Policy  # noqa: E402
 from opsbot.tools.base import Registry  # noqa: E402
 from opsbot.tools.catalog import ops_tools  # noqa: E402
@@ -38,6 +42,7 @@ from tests.fakes.prometheus_server import prometheus  # noqa: E402
 SERIES = 20
 HOURS = 24
 SCRAPE_S = 15
+DRAWS = 5
 QUERY = "rate(http_requests_total[5m])"
 
 
@@ -92,6 +97,20 @@ def main() -> None:
     for name, text in (("raw JSON (Prometheus' API)", raw), ("query_metrics' summary", summary)):
         print(f"{name:<28}{len(text):>12,}{estimate_tokens(text):>15,}")
     print(f"the summary is {estimate_tokens(summary) / estimate_tokens(raw):.1%} of the raw JSON's tokens")
+    chart = chart_of("query_metrics", result)
+    assert chart is not None
+    started = time.perf_counter()
+    png = draw_png(chart)
+    first = (time.perf_counter() - started) * 1000
+    times = []
+    for _ in range(DRAWS):
+        started = time.perf_counter()
+        draw_png(chart)
+        times.append((time.perf_counter() - started) * 1000)
+    print(
+        f"chart of {len(chart.series)} series: first draw {first:.0f} ms (matplotlib's import included), "
+        f"then median {statistics.median(times):.0f} ms of {DRAWS}; PNG {len(png):,} bytes"
+    )
     if "-v" in sys.argv:
         print(summary)
 
