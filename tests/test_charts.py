@@ -280,7 +280,7 @@ def test_a_mention_answered_from_a_range_gets_its_chart_in_the_thread_once(metri
 
 
 @needs_node_exporter
-def test_the_metrics_command_in_a_thread_shares_its_chart_and_privately_says_it_cannot(metrics_stack) -> None:
+def test_the_metrics_command_shares_its_chart_in_the_thread_or_for_ops_in_the_askers_dm(metrics_stack) -> None:
     stack = metrics_stack(lambda body: Reply(content="no model needed"))
     mention = payloads.app_mention(f"<@UBOT> metrics prom {QUERY} since=20s")
     stack.event(mention)
@@ -290,12 +290,23 @@ def test_the_metrics_command_in_a_thread_shares_its_chart_and_privately_says_it_
     assert png_size(file["content"]) == (1000, 500)
     assert stack.model is not None and stack.model.requests == []
 
+    # /ops answers privately, and a private reply carries no file: the chart goes to the asker's DM.
     stack.command(f"metrics prom {QUERY} since=20s", key="ops")
     assert stack.slack.wait_for(lambda: stack.slack.responses("ops"), 30)
     assert stack.idle()
-    [answer] = stack.slack.responses("ops")  # one reply: the output, saying why no chart comes with it
-    assert "series over the range" in json.dumps(answer) and "cannot carry a chart" in json.dumps(answer)
-    assert len(stack.slack.files()) == 1  # nothing shared for a reply only the asker sees
+    [answer] = stack.slack.responses("ops")
+    assert "series over the range" in json.dumps(answer) and "in your direct messages with opsbot" in json.dumps(answer)
+    [dm_file] = stack.slack.files("DU1")  # the asker, U1
+    assert dm_file["title"].startswith(QUERY) and png_size(dm_file["content"]) == (1000, 500)
+
+    # An app installed before it asked for im:write: the reply says how to get the chart instead.
+    stack.slack.no_im_write = True
+    stack.command(f"metrics prom {QUERY} since=20s", key="no-dm")
+    assert stack.slack.wait_for(lambda: stack.slack.responses("no-dm"), 30)
+    assert stack.idle()
+    [answer] = stack.slack.responses("no-dm")
+    assert "cannot carry a chart" in json.dumps(answer) and "@opsbot metrics" in json.dumps(answer)
+    assert len(stack.slack.files()) == 2
 
 
 @needs_node_exporter

@@ -35,6 +35,7 @@ _SLACK_FAILURES = (PostFailed, SlackApiError, URLError, OSError)
 _OPENS_THREAD = "opsbot_question"
 _NO_FILE = "a reply only you see cannot carry a file; ask where opsbot can post to get all of it"
 _NO_CHART = "A reply only you see cannot carry a chart: `@opsbot metrics ...` in a thread opsbot is in shares it there."
+_CHART_IN_DM = "The chart is in your direct messages with opsbot (a reply only you see cannot carry one)."
 
 
 class Target(Protocol):
@@ -187,14 +188,25 @@ class ResponseUrlTarget:
         for message in messages:
             self.webhook.send(text=message.text, blocks=message.blocks, response_type="ephemeral")
         if reply.charts:
-            self.say(_NO_CHART)
+            self.say(self.charts(reply.charts))
         return reply
 
     def output(self, text: str, blocks: list[Block]) -> None:
         self.webhook.send(text=text, blocks=blocks, response_type="ephemeral")
 
     def charts(self, charts: list[Chart]) -> str:
-        return _NO_CHART if charts else ""
+        """A private reply carries no file: the charts go to the asker's direct messages with
+        opsbot instead (scope `im:write`); where opsbot may not open one, the reply says how to get them."""
+        if not charts:
+            return ""
+        try:
+            opened = self.client.conversations_open(users=self.job.user)
+            dm = str(opened["channel"]["id"])
+        except _SLACK_FAILURES as exc:
+            log.warning("no direct message to %s for job %s's charts: %s", self.job.user, self.job.id, exc)
+            return _NO_CHART
+        shared = share_charts(self.client, dm, None, self.job.id, charts, self.job.resumed)
+        return _CHART_IN_DM if shared else _NO_CHART
 
     def say(self, text: str, *, marker: str | None = None, kind: str = ANSWER_EVENT, check_first: bool = False) -> None:
         try:

@@ -228,6 +228,7 @@ class SlackApi:
         # Tests may change these three at any time.
         self.groups: dict[str, list[str]] = dict(groups or {})
         self.not_in_channel: set[str] = set()
+        self.no_im_write = False  # conversations.open answers missing_scope, as for an app installed without im:write
         self.streams_supported = True
         # Tracebacks of bugs in the fake itself, answered as HTTP 500 so they are not mistaken for Slack errors.
         self.errors: list[str] = []
@@ -261,6 +262,7 @@ class SlackApi:
             "conversations.replies": self._conversations_replies,
             "conversations.history": self._conversations_history,
             "usergroups.list": self._usergroups_list,
+            "conversations.open": self._conversations_open,
             "files.getUploadURLExternal": self._get_upload_url,
             "files.completeUploadExternal": self._complete_upload,
         }
@@ -657,6 +659,16 @@ class SlackApi:
             "bot_id": self.bot_id,
             "is_enterprise_install": False,
         }
+
+    def _conversations_open(self, args: dict[str, Any]) -> Answer:
+        """docs.slack.dev/reference/methods/conversations.open: `users` (one user: their DM with the
+        app), answering `channel.id`; needs im:write (or mpim:write)."""
+        if self.no_im_write:
+            raise _ApiError("missing_scope")
+        users = str(args.get("users") or "")
+        if not users or "," in users:
+            raise _ApiError("users_list_not_supplied" if not users else "not_implemented")
+        return {"ok": True, "channel": {"id": f"D{users}"}}
 
     def _post_message(self, args: dict[str, Any]) -> Answer:
         channel = self._channel(args)
