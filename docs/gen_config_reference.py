@@ -36,6 +36,8 @@ from opsbot.config.policy import (
     ExplainStep,
     Gate,
     LineTime,
+    McpServer,
+    McpTool,
     MetricsSource,
     Policy,
     Runbook,
@@ -48,6 +50,7 @@ from opsbot.config.policy import alertmanagers as alertmanagers_module
 from opsbot.config.policy import commands as commands_module
 from opsbot.config.policy import configs as configs_module
 from opsbot.config.policy import logtime as logtime_module
+from opsbot.config.policy import mcp as mcp_module
 from opsbot.config.policy import metrics as metrics_module
 from opsbot.config.policy import runbooks as runbooks_module
 from opsbot.config.policy import services as services_module
@@ -96,6 +99,13 @@ SECTIONS: list[tuple[str, str, type[BaseModel], str]] = [
         inspect.getdoc(alertmanagers_module) or "",
     ),
     ("`policy.alertmanagers.<name>.silences`", "policy.alertmanagers.<name>.silences", Silences, ""),
+    (
+        "`policy.mcp.<server>`: MCP servers and their allowed tools",
+        "policy.mcp.<server>",
+        McpServer,
+        inspect.getdoc(mcp_module) or "",
+    ),
+    ("`policy.mcp.<server>.tools.<tool>`", "policy.mcp.<server>.tools.<tool>", McpTool, ""),
     ("`access`, `approvers`: who may", "…access", Access, ""),
     ("A runbook file", "", Runbook, inspect.getdoc(runbooks_module) or ""),
     ("A runbook's `triggers[]`", "triggers[]", Trigger, ""),
@@ -129,6 +139,7 @@ DESCRIPTIONS = {
     "Policy.config_files": "config roots by name: [below](#policyconfig_filesname-config-roots)",
     "Policy.metrics": "metrics sources by name: [below](#policymetricsname-prometheus-compatible-sources)",
     "Policy.alertmanagers": "Alertmanagers by name: [below](#policyalertmanagersname-alert-state-and-silences)",
+    "Policy.mcp": "MCP servers by name: [below](#policymcpserver-mcp-servers-and-their-allowed-tools)",
     "Service.description": "what the service is, shown by `services` and to the model",
     "Command.description": "what the command does, shown by `services` and to the model",
     "Command.timeout_s": "the command is killed whole (its process group) after this",

@@ -4,8 +4,9 @@ which runbooks there are, and who may do what.
 A module each: base (strict models, names, who is asking), services, logtime (how a service's
 log lines carry their time), commands, configs (config roots), http (a server reached over HTTP:
 url, headers from the environment, timeout, access), metrics (Prometheus-compatible sources),
-alertmanagers (alert state and silences), runbooks (the runbook format), whole (the Policy that
-holds them all and the checks across them). Code outside the package imports these names from here.
+alertmanagers (alert state and silences), mcp (MCP servers and their allowed tools), runbooks (the
+runbook format), whole (the Policy that holds them all and the checks across them). Code outside
+the package imports these names from here.
 """
 
 from .alertmanagers import AlertmanagerSource, Silences
@@ -14,6 +15,7 @@ from .commands import Command, check_values, control_character
 from .configs import NEVER_READ, ConfigFile, ConfigRoot
 from .http import HttpSource
 from .logtime import STAMP_GROUP, LineTime, has_date, has_year, read_format
+from .mcp import McpServer, McpTool, offered_name
 from .metrics import MetricsSource
 from .runbooks import (
     END,
@@ -49,6 +51,8 @@ __all__ = [
     "Gate",
     "HttpSource",
     "LineTime",
+    "McpServer",
+    "McpTool",
     "MetricsSource",
     "Name",
     "Policy",
@@ -64,6 +68,7 @@ __all__ = [
     "has_date",
     "has_year",
     "log_command_problem",
+    "offered_name",
     "read_format",
     "template_of",
 ]

@@ -16,6 +16,7 @@ from .alertmanagers import AlertmanagerSource
 from .base import Name, Strict, absolute
 from .commands import Command
 from .configs import ConfigFile
+from .mcp import MAX_OFFERED_NAME, McpServer, ServerName, long_names
 from .metrics import MetricsSource
 from .runbooks import Runbook
 from .services import Service
@@ -30,6 +31,7 @@ class Policy(Strict):
     config_files: dict[Name, ConfigFile] = Field(default_factory=dict)
     metrics: dict[Name, MetricsSource] = Field(default_factory=dict)
     alertmanagers: dict[Name, AlertmanagerSource] = Field(default_factory=dict)
+    mcp: dict[ServerName, McpServer] = Field(default_factory=dict)
     runbooks_dir: Path | None = Field(default=None, description="a directory of runbook YAML files, one each")
     runbooks: dict[Name, Runbook] = Field(
         default_factory=dict, description="loaded from runbooks_dir by config/runbooks.py (or given inline)"
@@ -43,6 +45,7 @@ class Policy(Strict):
                 "services": {name: s.resolved(base) for name, s in self.services.items()},
                 "commands": {name: c.resolved(base) for name, c in self.commands.items()},
                 "config_files": {name: c.resolved(base) for name, c in self.config_files.items()},
+                "mcp": {name: m.resolved(base) for name, m in self.mcp.items()},
             }
         )
 
@@ -62,6 +65,15 @@ class Policy(Strict):
         ]
         if errors:
             raise ValidationError.from_exception_data(type(self).__name__, errors)
+        return self
+
+    @model_validator(mode="after")
+    def _mcp_names_fit(self) -> Policy:
+        if too_long := long_names(self.mcp):
+            raise ValueError(
+                f"MCP tools are offered as <server>__<tool>, at most {MAX_OFFERED_NAME} characters; too long: "
+                + ", ".join(too_long)
+            )
         return self
 
 
