@@ -7,6 +7,7 @@ import os
 from ..config.settings import FallbackModel, Settings
 from ..tools.base import Registry
 from ..tools.catalog import ops_tools
+from ..tools.mcp import McpHub, offered_tools
 from .agent import Agent
 from .llm import Fallbacks, Model, ModelClient, Protocol
 from .memory import InProcessMemory, Memory
@@ -70,11 +71,23 @@ def build_audit(settings: Settings) -> Audit:
     return LoggedAudit()
 
 
+def build_tools(settings: Settings) -> Registry:
+    """The ops tools, and the tools of the policy's MCP servers: those are listed by the servers
+    when the model is first told its tools, so a direct command starts none of them (a server
+    with `start: at_startup` starts now, in the background)."""
+    policy = settings.policy
+    if not policy.mcp:
+        return Registry(ops_tools(policy))
+    hub = McpHub(policy.mcp)
+    hub.start_eager()
+    return Registry(ops_tools(policy), later=lambda: offered_tools(policy, hub))
+
+
 def build_agent(settings: Settings) -> Agent:
     return Agent(
         model=build_model(settings),
         memory=build_memory(settings),
-        tools=Registry(ops_tools(settings.policy)),
+        tools=build_tools(settings),
         limits=settings.loop,
         memory_settings=settings.memory,
         audit=build_audit(settings),

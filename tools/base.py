@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import threading
 import types
 import typing
 from collections.abc import Callable, Iterable, Iterator
@@ -227,12 +228,27 @@ def _parameter_hints(func: Callable[..., Any]) -> dict[str, Any]:
 
 
 class Registry:
-    """The tools one agent may call, by name."""
+    """The tools one agent may call, by name. `later` gives tools known only once asked for (an
+    MCP server's, as the server lists them): called the first time the whole set is needed, or a
+    name the others lack is looked up, so a direct command by a known name never calls it."""
 
-    def __init__(self, tools: Iterable[Tool[Any] | Callable[..., Any]] = ()) -> None:
+    def __init__(
+        self,
+        tools: Iterable[Tool[Any] | Callable[..., Any]] = (),
+        later: Callable[[], Iterable[Tool[Any]]] | None = None,
+    ) -> None:
         self._tools: dict[str, Tool[Any]] = {}
         for item in tools:
             self.add(item)
+        self._later = later
+        self._lock = threading.Lock()
+
+    def _complete(self) -> None:
+        with self._lock:
+            later, self._later = self._later, None
+            if later is not None:
+                for item in later():
+                    self.add(item)
 
     def add(self, item: Tool[Any] | Callable[..., Any]) -> Tool[Any]:
         entry = item if isinstance(item, Tool) else from_function(item)
@@ -242,17 +258,22 @@ class Registry:
         return entry
 
     def get(self, name: str) -> Tool[Any] | None:
+        if name not in self._tools:
+            self._complete()
         return self._tools.get(name)
 
     @property
     def names(self) -> list[str]:
+        self._complete()
         return sorted(self._tools)
 
     def schemas(self) -> list[dict[str, Any]]:
         return [self._tools[name].schema() for name in self.names]
 
     def __iter__(self) -> Iterator[Tool[Any]]:
+        self._complete()
         return iter(self._tools.values())
 
     def __len__(self) -> int:
+        self._complete()
         return len(self._tools)

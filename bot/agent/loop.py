@@ -13,6 +13,7 @@ running, and a run that has spent its calls has its tools withdrawn (`max_calls`
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import threading
@@ -89,12 +90,17 @@ class Agent:
         self.limits = limits or LoopLimits()
         self.memory_settings = memory_settings or MemorySettings()
         self.system_prompt = system_prompt
-        self.schemas = self.registry.schemas()  # once: the registry does not change during an agent's life
         self.executor = TracedExecutor(
             self.registry,
             RetryPolicy(self.limits.tool_timeout_s, self.limits.tool_retries, self.limits.tool_retry_backoff_s),
             self.limits.max_parallel_tools,
         )
+
+    @functools.cached_property
+    def schemas(self) -> list[dict[str, Any]]:
+        """The tools as the model is told them, made once, when first needed: an MCP server's are
+        listed by the server, which starts then (a direct command never asks for them)."""
+        return self.registry.schemas()
 
     def run(
         self,
@@ -572,7 +578,9 @@ def _approval_requests(outcomes: list[Outcome]) -> list[ApprovalRequest]:
     requests: dict[str, ApprovalRequest] = {}
     for outcome in outcomes:
         error = outcome.result.error
-        if error is not None and error.type is ErrorType.needs_approval:
+        # A write without a request (an MCP tool's: they cannot be approved yet) was refused; its
+        # answer to the model says so, and there is nothing to offer a person.
+        if error is not None and error.type is ErrorType.needs_approval and outcome.result.data is not None:
             request = ApprovalRequest.model_validate(outcome.result.data)
             requests.setdefault(request.id, request)
     return list(requests.values())

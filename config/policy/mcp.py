@@ -8,7 +8,7 @@ mcp:
     description: the deploy repository
     command: [/opt/mcp/bin/mcp-server-git, --repository, /srv/deploy]   # stdio, no shell
     env: [GIT_AUTHOR_NAME]                    # variables passed on by name; nothing else is
-    timeout_s: 30                             # per call, and for starting the server
+    timeout_s: 30                             # per call (start_timeout_s: for starting it)
     start: on_demand                          # or at_startup
     tools:
       git_status: {risk: read}
@@ -74,7 +74,10 @@ class McpServer(Strict):
         description="headers sent to a url's server, each naming the environment variable that holds "
         "its value (Authorization: MCP_AUTH); never the value itself",
     )
-    timeout_s: float = Field(default=30.0, gt=0, le=600, description="per call, and for starting the server")
+    timeout_s: float = Field(default=30.0, gt=0, le=600, description="per call")
+    start_timeout_s: float = Field(
+        default=30.0, gt=0, le=600, description="for starting the server and listing its tools"
+    )
     start: Literal["on_demand", "at_startup"] = Field(
         default="on_demand",
         description="on_demand: started when its tools are first needed; at_startup: started as opsbot "

@@ -1,0 +1,22 @@
+"""Tools from MCP servers, under opsbot's policy (`policy.mcp`, config/policy/mcp.py).
+
+- loop: the SDK's event loop on its own thread; sync callers wait with a deadline.
+- link: one server: its session started when first needed (or at startup), its listed tools,
+  calls, a crash noticed (`Down`, with what happened) and a restart after a backoff.
+- hub: the servers of one process, stopped with opsbot.
+- schema: a listed input schema checked (a JSON-schema object, valid, small) and a call's
+  arguments checked against it with `jsonschema`.
+- render: a tools/call answer as a ToolResult (text and structured content; images and binary
+  said, not sent; `isError` -> failed).
+- offer: the policy's gate: only listed tools, as `<server>__<tool>`; access; writes not run.
+
+The MCP SDK is imported only when a server is started: a policy without MCP servers, and every
+direct command, never pays for it.
+"""
+
+from .hub import McpHub
+from .link import Down, Listed
+from .offer import offered_tools, refusals
+from .schema import MAX_SCHEMA_CHARS
+
+__all__ = ["MAX_SCHEMA_CHARS", "Down", "Listed", "McpHub", "offered_tools", "refusals"]
