@@ -18,10 +18,19 @@ $(STAMP): $(RUNTIME)
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# Real MCP servers from PyPI in a venv of their own, as users run them (tests/test_mcp_servers.py).
+MCP_VENV := .venv-mcp
+MCP_STAMP := $(MCP_VENV)/.installed
+
+$(MCP_STAMP):
+	$(PYTHON) -m venv $(MCP_VENV)
+	$(MCP_VENV)/bin/pip install --quiet 'mcp-server-git==2026.10.19' 'mcp-server-time==2026.10.19'
+	touch $(MCP_STAMP)
+
 chat: $(RUNTIME)
 	$(BIN)/opsbot chat
 
-test: $(STAMP) .typecheck/opsbot
+test: $(STAMP) .typecheck/opsbot $(MCP_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
@@ -48,4 +57,4 @@ bench-soak: $(STAMP)
 	for part in bot tools config; do ln -sfn ../../$$part $@/$$part; done
 
 clean:
-	rm -rf $(VENV) .typecheck build *.egg-info
+	rm -rf $(VENV) $(MCP_VENV) .typecheck build *.egg-info

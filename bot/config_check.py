@@ -18,6 +18,9 @@ is looked for on this host and checked against the tools that will use it:
   metrics source's or Alertmanager's header whose environment variable is not set here is a
   warning as well (it may be set only where opsbot serves): query_metrics or query_alerts refuses
   that source without it.
+- MCP servers are started and asked for their tools: a server that cannot be, a listed tool it
+  lacks and a listed tool whose input schema is refused are errors; tools it exposes that the
+  policy does not list are a warning (they are never offered).
 
 Every problem found in the file names the file and line where the config says it.
 """
@@ -28,6 +31,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import ValidationError
 
@@ -39,6 +43,7 @@ from ..config.settings import Settings, environment_problems, load_file_config
 from ..tools import runner
 from ..tools.catalog import runbook_arg_problems
 from ..tools.logs import log_files
+from ..tools.mcp import Down, McpHub, refusals
 from .build import build_client
 from .llm import NOT_CONFIGURED, ModelState
 
@@ -63,6 +68,10 @@ def check_config_file(path: Path, *, model: bool = False) -> Findings:
     )
     # Only the tools know their arguments, so this is checked here rather than when the files load.
     found.errors += runbook_arg_problems(policy.model_copy(update={"runbooks": runbooks}))
+    if policy.mcp:
+        errors, warnings = _mcp_servers(policy)
+        found.errors += [str(p) for p in located(path, errors)]
+        found.warnings += [str(p) for p in located(path, warnings)]
     try:
         settings = Settings.load(path)  # the environment (REDIS_URL, tokens, endpoints) as chat, ask and serve read it
     except ValidationError as exc:
@@ -78,6 +87,38 @@ def check_config_file(path: Path, *, model: bool = False) -> Findings:
         + (f", {len(policy.metrics)} metrics source(s)" if policy.metrics else "")
         + (f", {len(policy.alertmanagers)} Alertmanager(s)" if policy.alertmanagers else "")
     )
+    found.summary += f", {len(policy.mcp)} MCP server(s)" if policy.mcp else ""
+    return found
+
+
+class McpFindings(NamedTuple):
+    errors: list[Located]
+    warnings: list[Located]
+
+
+def _mcp_servers(policy: Policy) -> McpFindings:
+    """Each MCP server started and asked for its tools: one that cannot be, and a listed tool it
+    lacks or whose schema is refused, are errors (those tools would never work); tools it exposes
+    that the policy does not list are a warning (never offered, which may be the point)."""
+    found = McpFindings([], [])
+    hub = McpHub(policy.mcp)
+    try:
+        for name, link in hub.links.items():
+            listing = link.tools()
+            if isinstance(listing, Down):
+                found.errors.append((("policy", "mcp", name), f"MCP server {name} cannot be used: {listing.reason}"))
+                continue
+            refused = refusals(link.spec, listing)
+            found.errors.extend((("policy", "mcp", name, "tools", tool), why) for tool, why in refused.items())
+            if unlisted := sorted(set(listing) - set(link.spec.tools)):
+                found.warnings.append(
+                    (
+                        ("policy", "mcp", name, "tools"),
+                        f"the server also exposes {', '.join(unlisted)}: not offered, as the policy does not list them",
+                    )
+                )
+    finally:
+        hub.close()
     return found
 
 
