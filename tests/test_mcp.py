@@ -3,9 +3,13 @@ SDK's server side (tests/fakes/mcp_server.py) for what real servers do only by a
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import socket
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +22,7 @@ from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
 from opsbot.tools.mcp import McpHub, offered_tools, refusals
 from tests.fakes.clock import SkippingClock
 from tests.fakes.mcp_server import INSTRUCTION, RLO, TOKEN
+from tests.fakes.redis_server import free_port
 
 FAKE = str(Path(__file__).parent / "fakes" / "mcp_server.py")
 READS = ("echo", "crash", "huge", "status", "broken", "chart", "counts", "environment", "slow")
@@ -251,3 +256,77 @@ def test_closing_the_hub_stops_the_server(rig: Rig) -> None:
     rig.hub.close()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+@pytest.fixture(scope="module")
+def http_server() -> Iterator[str]:
+    """The fake over Streamable HTTP; its URL once it accepts connections."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, FAKE, "--http", str(port)], stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline, "the HTTP server did not start"
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_a_streamable_http_server_is_called_with_headers_from_named_variables(
+    http_server: str, clock: SkippingClock
+) -> None:
+    spec = {"url": http_server, "headers": {"Authorization": "FAKE_MCP_AUTH"}, "tools": {"whoami": {"risk": "read"}}}
+    policy = Policy(mcp={"remote": McpServer.model_validate(spec)})
+    hub = McpHub(policy.mcp, clock=clock, environ={"FAKE_MCP_AUTH": "Bearer s3cr3t-value"})
+    try:
+        registry = Registry(offered_tools(policy, hub))
+        assert registry.names == ["remote__whoami"]
+        result = Executor(registry, RetryPolicy(retries=0)).run_one(ToolCall("c", "remote__whoami", "{}")).result
+        assert result.ok and result.data["text"] == "sha256 " + hashlib.sha256(b"Bearer s3cr3t-value").hexdigest()
+    finally:
+        hub.close()
+
+
+def test_a_header_variable_that_is_not_set_is_said_and_nothing_is_sent(http_server: str, clock: SkippingClock) -> None:
+    spec = {"url": http_server, "headers": {"Authorization": "FAKE_MCP_AUTH"}, "tools": {"whoami": {"risk": "read"}}}
+    policy = Policy(mcp={"remote": McpServer.model_validate(spec)})
+    hub = McpHub(policy.mcp, clock=clock, environ={})
+    try:
+        result = (
+            Executor(Registry(offered_tools(policy, hub)), RetryPolicy(retries=0))
+            .run_one(ToolCall("c", "remote__whoami", "{}"))
+            .result
+        )
+        assert result.error is not None and result.error.type == "unavailable"
+        assert "environment variable FAKE_MCP_AUTH (a header)" in result.error.message
+    finally:
+        hub.close()
+
+
+def test_a_server_to_start_at_startup_starts_before_anything_asks_for_it(tmp_path: Path, clock: SkippingClock) -> None:
+    started = tmp_path / "started.txt"
+    spec = {
+        "command": [sys.executable, FAKE, "--started", str(started)],
+        "start": "at_startup",
+        "tools": {"echo": {"risk": "read"}},
+    }
+    hub = McpHub({"early": McpServer.model_validate(spec)}, clock=clock)
+    try:
+        hub.start_eager()
+        deadline = time.monotonic() + 30
+        while not started.exists() or not started.read_text().strip():
+            assert time.monotonic() < deadline, "the server was not started"
+            time.sleep(0.05)
+        [pid] = started.read_text().split()
+        # Asked for its tools now, the running server answers: it is not started a second time.
+        listing = hub.links["early"].tools()
+        assert isinstance(listing, dict) and "echo" in listing
+        assert started.read_text().split() == [pid]
+    finally:
+        hub.close()
