@@ -256,6 +256,9 @@ def test_closing_the_hub_stops_the_server(rig: Rig) -> None:
     rig.hub.close()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+    after = rig.call("echo", text="x")
+    assert after.error is not None
+    assert after.error.message.startswith("MCP server fake is not running: opsbot is stopping")
 
 
 @pytest.fixture(scope="module")

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -62,11 +63,13 @@ class Started:
 
 
 class CallFailed(Exception):
-    """A call that did not get an answer, in words for people and the model."""
+    """A call that did not get an answer, in words for people and the model: the server is down
+    (`down`), did not answer in time (`slow`), or answered the request with a protocol error
+    (`refused`: an unknown tool, arguments it rejects)."""
 
-    def __init__(self, message: str, *, timed_out: bool = False) -> None:
+    def __init__(self, message: str, *, kind: Literal["down", "slow", "refused"]) -> None:
         super().__init__(message)
-        self.timed_out = timed_out
+        self.kind = kind
 
 
 class Link:
@@ -90,6 +93,7 @@ class Link:
         self._failures = 0
         self._stderr: IO[str] | None = None
         self._heard = 0  # how much of stderr was written before the last answer
+        self._closed = False
 
     # ------------------------------------------------------------------ what the tools ask
 
@@ -103,7 +107,7 @@ class Link:
         unless only this call was slow)."""
         started = self._ensure()
         if isinstance(started, Down):
-            raise CallFailed(self.said(started))
+            raise CallFailed(self.said(started), kind="down")
         import anyio
         from mcp import MCPError
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
@@ -113,16 +117,17 @@ class Link:
             # A moment beyond the SDK's own deadline, so that it answers first and says so.
             result = self._loop.run(coroutine, self.spec.timeout_s + 1)
         except LoopTimeout:
-            raise CallFailed(self._slow(tool), timed_out=True) from None
+            raise CallFailed(self._slow(tool), kind="slow") from None
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
-                raise CallFailed(self._slow(tool), timed_out=True) from None
+                raise CallFailed(self._slow(tool), kind="slow") from None
             if exc.code != CONNECTION_CLOSED:
-                raise CallFailed(f"MCP server {self.name} refused the call: {exc.message}") from None
-            raise CallFailed(self.said(self._crashed(started, f"it stopped during a call of {tool}"))) from None
+                raise CallFailed(f"MCP server {self.name} refused the call: {exc.message}", kind="refused") from None
+            what = f"it stopped during a call of {tool}"
+            raise CallFailed(self.said(self._crashed(started, what)), kind="down") from None
         except (OSError, anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
             what = f"its connection broke during a call of {tool} ({type(exc).__name__})"
-            raise CallFailed(self.said(self._crashed(started, what))) from None
+            raise CallFailed(self.said(self._crashed(started, what)), kind="down") from None
         # An answer: the server works, and its next failure starts the backoff afresh; what it
         # wrote on stderr so far is not why it might stop later.
         self._failures = 0
@@ -140,6 +145,7 @@ class Link:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             started, self._started = self._started, None
         if started is not None and self._loop.alive:
             with contextlib.suppress(Exception):
@@ -149,6 +155,8 @@ class Link:
 
     def _ensure(self) -> Started | Down:
         with self._lock:
+            if self._closed:
+                return Down(reason="opsbot is stopping", retry_at=math.inf, failures=self._failures)
             if self._started is not None and not self._started.owner.done():
                 return self._started
             if self._started is not None:

@@ -134,9 +134,11 @@ def _call(
     try:
         result = link.call(name, arguments)
     except CallFailed as exc:
-        if exc.timed_out:
+        if exc.kind == "slow":
             # Not retried: the server may still be doing it.
             return ToolResult.failure(ErrorType.timeout, str(exc), hint="try again later, or ask for less")
+        if exc.kind == "refused":
+            return ToolResult.failure(ErrorType.failed, str(exc), hint="read the server's reason before calling again")
         return _unavailable(str(exc))
     return rendered(what, result)
 
