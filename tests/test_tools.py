@@ -9,7 +9,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -117,6 +117,26 @@ def test_registry_lists_names_and_schemas_sorted() -> None:
     assert registry.names == ["disk_free", "zeta"]
     assert [s["function"]["name"] for s in registry.schemas()] == ["disk_free", "zeta"]
     assert len(registry) == 2
+
+
+def test_tools_given_later_are_made_only_when_the_whole_set_or_a_name_the_others_lack_is_asked_for() -> None:
+    """An MCP server's tools come later: a direct command by a known name must not start it."""
+
+    def zeta() -> str:
+        """Z."""
+        return ""
+
+    made: list[str] = []
+
+    def later() -> list[Tool[Any]]:
+        made.append("listed")
+        return [from_function(zeta)]
+
+    registry = Registry([disk_free], later=later)
+    assert registry.get("disk_free") is not None and made == []
+    assert registry.get("zeta") is not None and made == ["listed"]
+    assert registry.names == ["disk_free", "zeta"] and len(registry) == 2 and made == ["listed"]
+    assert Registry([disk_free], later=later).names == ["disk_free", "zeta"] and made == ["listed", "listed"]
 
 
 # ================================================================ tools/base.py: ToolResult.capped
