@@ -22,9 +22,10 @@ $(STAMP): $(RUNTIME)
 MCP_VENV := .venv-mcp
 MCP_STAMP := $(MCP_VENV)/.installed
 
-$(MCP_STAMP):
+$(MCP_STAMP): Makefile
 	$(PYTHON) -m venv $(MCP_VENV)
-	$(MCP_VENV)/bin/pip install --quiet 'mcp-server-git==2026.10.19' 'mcp-server-time==2026.10.19'
+	$(MCP_VENV)/bin/pip install --quiet 'mcp-server-git==2026.10.19' 'mcp-server-time==2026.10.19' \
+		'prometheus-mcp-server==1.6.2'
 	touch $(MCP_STAMP)
 
 chat: $(RUNTIME)

@@ -1,6 +1,7 @@
 """Real MCP servers from PyPI, installed in a venv of their own as users run them (the Makefile's
-`.venv-mcp/.installed`, which `make test` builds): mcp-server-git on a throwaway repository and
-mcp-server-time, under opsbot's policy, through the executor and through `opsbot ask`."""
+`.venv-mcp/.installed`, which `make test` builds): mcp-server-git on a throwaway repository,
+mcp-server-time, and prometheus-mcp-server against a real Prometheus, under opsbot's policy,
+through the executor and through `opsbot ask`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from opsbot.config.policy import Policy
@@ -18,14 +20,18 @@ from opsbot.tools.base import Registry, ToolResult
 from opsbot.tools.executor import Executor, RetryPolicy, ToolCall
 from opsbot.tools.mcp import McpHub, offered_tools
 from tests.fakes.model_server import Call, ModelServer, Reply, tool_results
+from tests.fakes.prometheus_server import PROMETHEUS, Running, prometheus, scrape_job
+from tests.fakes.redis_server import free_port
+from tests.fakes.waiting import until
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ROOT / ".venv-mcp" / "bin"
 GIT_SERVER, TIME_SERVER = SERVERS / "mcp-server-git", SERVERS / "mcp-server-time"
+PROMETHEUS_SERVER = SERVERS / "prometheus-mcp-server"
 FAKE = ROOT / "tests" / "fakes" / "mcp_server.py"
 
 pytestmark = pytest.mark.skipif(
-    not (GIT_SERVER.exists() and TIME_SERVER.exists()),
+    not (GIT_SERVER.exists() and TIME_SERVER.exists() and PROMETHEUS_SERVER.exists()),
     reason="the MCP servers' venv is missing: `make .venv-mcp/.installed` (`make test` builds it)",
 )
 
@@ -223,3 +229,36 @@ def test_check_config_starts_each_server_and_says_what_its_policy_gets_wrong(rep
     gone = "MCP server gone cannot be used: it could not be started: program not found"
     assert f"{config}:13: policy.mcp.gone: {gone}" in said
     assert f"{config}:5: policy.mcp.git.tools: the server also exposes git_add, git_branch, git_checkout" in said
+
+
+@pytest.fixture(scope="module")
+def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    """A real Prometheus scraping itself, once `up` has a sample."""
+    if PROMETHEUS is None:
+        pytest.skip("Debian's prometheus is not on PATH: apt-get install prometheus")
+    port = free_port()
+    with prometheus(
+        tmp_path_factory.mktemp("prometheus"), scrape_job("self", f"127.0.0.1:{port}"), port=port
+    ) as running:
+        query = f"{running.url}/api/v1/query"
+        assert until(lambda: httpx.get(query, params={"query": "up"}).json()["data"]["result"], timeout=30)
+        yield running
+
+
+def test_prometheus_mcp_server_answers_a_query_with_the_url_the_policy_passes_by_name(prom: Running) -> None:
+    tools = {"execute_query": {"risk": "read"}, "list_metrics": {"risk": "read"}}
+    spec = {"command": [str(PROMETHEUS_SERVER)], "env": ["PROMETHEUS_URL"], "tools": tools}
+    policy = Policy.model_validate({"mcp": {"prom": spec}})
+    hub = McpHub(policy.mcp, environ={"PROMETHEUS_URL": prom.url, "OPENAI_API_KEY": "sk-not-for-servers"})
+    try:
+        executor = Executor(Registry(offered_tools(policy, hub)), RetryPolicy(retries=0))
+        # It also exposes get_targets and health_check: not listed, not offered.
+        assert executor.registry.names == ["prom__execute_query", "prom__list_metrics"]
+        up = call(executor, "prom__execute_query", query='up{job="self"}')
+        assert up.ok, up
+        [series] = up.data["structured"]["result"]
+        assert series["metric"]["job"] == "self" and series["value"][1] == "1"
+        bad = call(executor, "prom__execute_query", query="up{")
+        assert bad.error is not None and bad.error.type == "failed" and "400 Client Error" in bad.error.message
+    finally:
+        hub.close()
