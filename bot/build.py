@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 
+from ..config.policy import Principal
 from ..config.settings import FallbackModel, Settings
-from ..tools.base import Registry
+from ..tools.base import Registry, ToolResult
 from ..tools.catalog import ops_tools
-from ..tools.mcp import McpHub, offered_tools
+from ..tools.mcp import McpWrite, offered_tools, shared_hub
+from ..tools.writes import mcp_needs_approval
 from .agent import Agent
 from .llm import Fallbacks, Model, ModelClient, Protocol
 from .memory import InProcessMemory, Memory
@@ -78,9 +80,13 @@ def build_tools(settings: Settings) -> Registry:
     policy = settings.policy
     if not policy.mcp:
         return Registry(ops_tools(policy))
-    hub = McpHub(policy.mcp)
+    hub = shared_hub(policy.mcp)
     hub.start_eager()
-    return Registry(ops_tools(policy), later=lambda: offered_tools(policy, hub))
+
+    def asked(write: McpWrite, principal: Principal | None) -> ToolResult:
+        return mcp_needs_approval(policy, write, principal)
+
+    return Registry(ops_tools(policy), later=lambda: offered_tools(policy, hub, on_write=asked))
 
 
 def build_agent(settings: Settings) -> Agent:

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 from ..config.policy import Access, Command, Policy, Principal, check_values
 from .alertmanager import SilenceRequest
 from .base import ErrorType, Tool, ToolResult
+from .mcp import McpWrite
 from .runner import WORKING_DIRECTORY, Sandbox, as_tool_result, brief, run, shown, which
 
 ParamValue = StrictStr | StrictInt
@@ -48,8 +49,8 @@ class RunCommandArgs(BaseModel):
 
 class ApprovalRequest(BaseModel):
     """A write someone asked for, exactly as it would happen: what a person approves. A write
-    command (its argv), or a silence (`silence`; `command` is then the tool that asked for it,
-    `argv` empty). tools/writes.py checks and runs either."""
+    command (its argv), a silence (`silence`) or an MCP tool's call (`mcp`); for the last two
+    `command` is the tool that asked for it and `argv` is empty. tools/writes.py checks and runs each."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -63,10 +64,13 @@ class ApprovalRequest(BaseModel):
     created_at: datetime
     expires_at: datetime
     silence: SilenceRequest | None = Field(default=None, description="an Alertmanager silence, not a command")
+    mcp: McpWrite | None = Field(default=None, description="a call of an MCP server's write tool, not a command")
 
     @property
     def action(self) -> str:
         """What happens once approved, in one line: the command line, or the silence."""
+        if self.mcp is not None:
+            return self.mcp.shown()
         return self.silence.shown() if self.silence is not None else shlex.join(self.argv)
 
 

@@ -1,15 +1,19 @@
-"""The writes a person approves, taken one way: a `risk: write` command (tools/commands.py) or an
-Alertmanager silence (tools/alertmanager). Both are an `ApprovalRequest`; `check_approval`,
+"""The writes a person approves, taken one way: a `risk: write` command (tools/commands.py), an
+Alertmanager silence (tools/alertmanager) or a call of an MCP server's `risk: write` tool
+(tools/mcp). Each is an `ApprovalRequest`; `check_approval`,
 `run_approved`, `deciders` and `show_done` take either, so the approvals service (bot/approvals)
 has one way a decision becomes something done, and checks it again against the policy as it is
 when the decision comes.
 
 create_silence is the model's way to ask for a silence: checked (tools/alertmanager/silences.py),
-then answered `needs_approval` with the request; nothing is created until a person approves.
+then answered `needs_approval` with the request; nothing is created until a person approves. An
+MCP write tool's call, checked by tools/mcp (access, the server's schema), is handed to
+`mcp_needs_approval` the same way, and called once, on the process's hub, when approved.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -27,6 +31,7 @@ from .base import ErrorType, Tool, ToolResult
 from .commands import ApprovalRequest, Prepared, approver_refusal
 from .commands import check_approval as check_command
 from .http import described
+from .mcp import McpWrite, call_approved, shared_hub
 from .runner import shown
 
 CREATE_SILENCE = "create_silence"
@@ -73,11 +78,36 @@ def silence_approval(
     )
 
 
+def mcp_needs_approval(policy: Policy, write: McpWrite, principal: Principal | None) -> ToolResult:
+    """A checked call of an MCP write tool, answered with the request a person approves."""
+    spec = policy.mcp[write.server]
+    created = datetime.now(UTC)
+    request = ApprovalRequest(
+        command=write.name,
+        description=f"tool {write.tool} of MCP server {write.server}",
+        params={key: json.dumps(value, ensure_ascii=False) for key, value in write.arguments.items()},
+        argv=(),
+        digest=write.digest(spec),
+        requested_by=principal,
+        created_at=created,
+        expires_at=created + timedelta(seconds=spec.tools[write.tool].approval_ttl_s),
+        mcp=write,
+    )
+    return ToolResult.failure(
+        ErrorType.needs_approval,
+        f"{write.name} changes things, so it is not called until a person approves it: {write.shown()}",
+        hint="tell the user it is waiting for approval (request " + request.id + "); do not call it again",
+        data=request,
+    )
+
+
 def check_approval(
     policy: Policy, request: ApprovalRequest, approver: Principal, now: datetime | None = None
-) -> Prepared | SilenceRequest | ToolResult:
+) -> Prepared | SilenceRequest | McpWrite | ToolResult:
     """What would happen if `approver` approved `request` now, or why they may not, without doing
     anything (a refused click must not use up the request)."""
+    if request.mcp is not None:
+        return _check_mcp(policy, request, request.mcp, approver, now or datetime.now(UTC))
     silence = request.silence
     if silence is None:
         return check_command(policy, request, approver, now)
@@ -118,6 +148,8 @@ def run_approved(
     if isinstance(checked, SilenceRequest):
         asker = request.requested_by.user if request.requested_by is not None else "someone"
         return create_silence(policy, checked, f"{asker} via opsbot, approved by {approver.user}", at)
+    if isinstance(checked, McpWrite):
+        return call_approved(checked, policy.mcp[checked.server], shared_hub(policy.mcp))
     return checked.execute()
 
 
@@ -126,13 +158,50 @@ def deciders(policy: Policy, request: ApprovalRequest) -> Access | None:
     if request.silence is not None:
         source = policy.alertmanagers.get(request.silence.source)
         return source.deciders if source is not None else None
+    if request.mcp is not None:
+        server = policy.mcp.get(request.mcp.server)
+        tool = server.tools.get(request.mcp.tool) if server is not None else None
+        return tool.deciders if tool is not None else None
     spec = policy.commands.get(request.command)
     return spec.deciders if spec is not None else None
 
 
 def show_done(data: Mapping[str, Any]) -> str:
-    """An approved write's result, for people: a command's output as `run` shows it, or the silence."""
-    return show_silence(data) if "silence_id" in data else shown(data)
+    """An approved write's result, for people: a command's output as `run` shows it, the silence,
+    or an MCP tool's text."""
+    if "silence_id" in data:
+        return show_silence(data)
+    return shown(data) if "exit_code" in data else str(data.get("text", "")) or "(no text)"
+
+
+def _check_mcp(
+    policy: Policy, request: ApprovalRequest, write: McpWrite, approver: Principal, now: datetime
+) -> McpWrite | ToolResult:
+    """The MCP call as approved, if the policy as it is now still allows it: the tool listed as a
+    write, the asker still allowed, the server unchanged (the digest), and the approver's rules."""
+    server = policy.mcp.get(write.server)
+    tool = server.tools.get(write.tool) if server is not None else None
+    if server is None or tool is None or tool.risk != "write":
+        return ToolResult.failure(
+            ErrorType.denied,
+            f"{write.name} is no longer a write tool of the policy; nothing was called",
+            hint="ask for it again if it is still wanted",
+        )
+    if not tool.access.allows(request.requested_by):
+        return ToolResult.failure(
+            ErrorType.denied, f"the asker may no longer call {write.name}; nothing was called", hint="tell the user"
+        )
+    if write.digest(server) != request.digest:
+        return ToolResult.failure(
+            ErrorType.denied,
+            f"MCP server {write.server} is defined differently in the policy since the call was asked for; "
+            "nothing was called",
+            hint="ask for the call again and approve the new request",
+        )
+    refusal = approver_refusal(
+        request, approver, now, ttl_s=tool.approval_ttl_s, self_approval=tool.self_approval, deciders=tool.deciders
+    )
+    return refusal if refusal is not None else write
 
 
 def _needs_approval(policy: Policy, silence: SilenceRequest, principal: Principal | None) -> ToolResult:

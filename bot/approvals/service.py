@@ -258,8 +258,8 @@ class Approvals:
 
 
 def _subject(request: ApprovalRequest) -> dict[str, Any]:
-    """What an audit record says was asked for: the argv, or the silence."""
-    return {"argv": list(request.argv)} if request.silence is None else {"args": request.action}
+    """What an audit record says was asked for: the argv, or the silence or MCP call."""
+    return {"argv": list(request.argv)} if request.argv else {"args": request.action}
 
 
 def _ttl(pending: Pending, now: datetime) -> float:

@@ -230,6 +230,12 @@ def approval_blocks(pending: Pending) -> list[Block]:
             f"*Will create:* `{escape(pending.argv_shown)}`\n*Asked by* {asked}: {escape(_cut(pending.why, 500))}"
         )
         check = ("Create this silence?", f"`{escape(pending.argv_shown)}` will be created.", "Create it")
+    elif pending.command is not None and pending.command.mcp is not None:
+        what = (
+            f":warning: *Approval needed* – {escape(pending.command.description)} changes things.\n"
+            f"*Will call:* `{escape(pending.argv_shown)}`\n*Asked by* {asked}: {escape(_cut(pending.why, 500))}"
+        )
+        check = ("Make this call?", f"`{escape(_cut(pending.argv_shown, 200))}` will be called.", "Call it")
     elif pending.command is not None:
         request = pending.command
         params = ", ".join(f"{k}={v}" for k, v in request.params.items()) or "no parameters"

@@ -13,13 +13,17 @@ mcp:
     tools:
       git_status: {risk: read}
       git_log: {risk: read, access: {groups: [oncall]}}
-      git_commit: {risk: write}               # waits for a person's approval, never runs by itself
+      git_commit: {risk: write, approvers: {groups: [sre]}}   # runs once a person approves it
   grafana:
     url: https://mcp.example.com/mcp          # Streamable HTTP
     headers: {Authorization: GRAFANA_MCP_AUTH}   # header -> the environment variable holding its value
     tools:
       search_dashboards: {risk: read}
 ```
+
+A `risk: write` tool is called only once a person approves that exact call (the tool and its
+arguments, bound to the server as the policy defines it then), like a write command: `approvers`
+(default: `access`), `self_approval` (default false) and `approval_ttl_s` (default 900).
 
 Exactly one of `command` and `url`. A server started from `command` gets only the variables
 `env` names, plus the basics the MCP SDK passes to every server it starts (HOME, LOGNAME, PATH,
@@ -54,6 +58,14 @@ class McpTool(Strict):
         description="read: runs when the model calls it; write: waits for a person's approval first"
     )
     access: Access = Field(default_factory=Access, description="who may call this tool; default: anyone")
+    approvers: Access | None = Field(default=None, description="who may approve a write; default: `access`")
+    self_approval: bool = Field(default=False, description="whether the asker may approve their own request")
+    approval_ttl_s: float = Field(default=900, gt=0, le=86_400, description="how long an approval request is valid")
+
+    @property
+    def deciders(self) -> Access:
+        """Who may approve (or deny) a call of a write tool: `approvers`, or else whoever may call it."""
+        return self.approvers if self.approvers is not None else self.access
 
 
 class McpServer(Strict):

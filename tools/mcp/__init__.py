@@ -8,15 +8,30 @@
   arguments checked against it with `jsonschema`.
 - render: a tools/call answer as a ToolResult (text and structured content; images and binary
   said, not sent; `isError` -> failed).
-- offer: the policy's gate: only listed tools, as `<server>__<tool>`; access; writes not run.
+- offer: the policy's gate: only listed tools, as `<server>__<tool>`; access; a write's call
+  handed to tools/writes.py as an approval request, and made once approved (call_approved).
+- write: McpWrite, a write call exactly as a person approves it, bound to the server by a digest.
 
 The MCP SDK is imported only when a server is started: a policy without MCP servers, and every
 direct command, never pays for it.
 """
 
-from .hub import McpHub
+from .hub import McpHub, close_shared, shared_hub
 from .link import Down, Listed
-from .offer import offered_tools, refusals
+from .offer import OnWrite, call_approved, offered_tools, refusals
 from .schema import MAX_SCHEMA_CHARS
+from .write import McpWrite
 
-__all__ = ["MAX_SCHEMA_CHARS", "Down", "Listed", "McpHub", "offered_tools", "refusals"]
+__all__ = [
+    "MAX_SCHEMA_CHARS",
+    "Down",
+    "Listed",
+    "McpHub",
+    "McpWrite",
+    "OnWrite",
+    "call_approved",
+    "close_shared",
+    "offered_tools",
+    "refusals",
+    "shared_hub",
+]

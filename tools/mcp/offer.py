@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
@@ -28,8 +29,12 @@ from .hub import McpHub
 from .link import CallFailed, Down, Link, Listed
 from .render import rendered
 from .schema import argument_problems, expected, schema_problem
+from .write import McpWrite
 
 log = logging.getLogger(__name__)
+
+# What becomes of a write tool's call that passed every check: an approval request.
+OnWrite = Callable[[McpWrite, Principal | None], ToolResult]
 
 MAX_DESCRIPTION = 1_000
 # A tool whose server was down when the tools were offered: any object, checked when it runs.
@@ -37,9 +42,10 @@ ANY_OBJECT: dict[str, Any] = {"type": "object"}
 START_GRACE_S = 2.0
 
 
-def offered_tools(policy: Policy, hub: McpHub) -> list[Tool[McpArgs]]:
+def offered_tools(policy: Policy, hub: McpHub, on_write: OnWrite | None = None) -> list[Tool[McpArgs]]:
     """The tools the model may call, from every server the policy names (started at once, each
-    on its own thread, so the slowest decides the wait)."""
+    on its own thread, so the slowest decides the wait). A write tool's call is handed to
+    `on_write` (tools/writes.py: an approval request); without it, it is refused and not run."""
     with ThreadPoolExecutor(max_workers=max(1, len(hub.links)), thread_name_prefix="mcp-list") as pool:
         listings = dict(zip(hub.links, pool.map(lambda link: link.tools(), hub.links.values()), strict=True))
     tools: list[Tool[McpArgs]] = []
@@ -48,7 +54,7 @@ def offered_tools(policy: Policy, hub: McpHub) -> list[Tool[McpArgs]]:
         if isinstance(listing, Down):
             log.warning("%s; its tools answer unavailable until it runs", hub.links[server].said(listing))
         for name, allowed in spec.tools.items():
-            tool = _offered(hub.links[server], name, allowed, listing)
+            tool = _offered(hub.links[server], name, allowed, listing, on_write)
             if tool is not None:
                 tools.append(tool)
     return tools
@@ -66,10 +72,13 @@ def refusals(spec: McpServer, listing: dict[str, Listed]) -> dict[str, str]:
     return problems
 
 
-def _offered(link: Link, name: str, allowed: McpTool, listing: dict[str, Listed] | Down) -> Tool[McpArgs] | None:
+def _offered(
+    link: Link, name: str, allowed: McpTool, listing: dict[str, Listed] | Down, on_write: OnWrite | None
+) -> Tool[McpArgs] | None:
     what = offered_name(link.name, name)
     if isinstance(listing, Down):
-        return _tool(link, name, allowed, f"(MCP server {link.name} was not running when opsbot started)", ANY_OBJECT)
+        down = f"(MCP server {link.name} was not running when opsbot started)"
+        return _tool(link, name, allowed, down, ANY_OBJECT, on_write)
     listed = listing.get(name)
     if listed is None:
         log.warning("MCP server %s has no tool %r: %s is not offered", link.name, name, what)
@@ -77,14 +86,16 @@ def _offered(link: Link, name: str, allowed: McpTool, listing: dict[str, Listed]
     if (problem := schema_problem(listed.input_schema)) is not None:
         log.warning("%s is not offered: %s", what, problem)
         return None
-    return _tool(link, name, allowed, listed.description, listed.input_schema)
+    return _tool(link, name, allowed, listed.description, listed.input_schema, on_write)
 
 
-def _tool(link: Link, name: str, allowed: McpTool, described: str, schema: dict[str, Any]) -> Tool[McpArgs]:
+def _tool(
+    link: Link, name: str, allowed: McpTool, described: str, schema: dict[str, Any], on_write: OnWrite | None
+) -> Tool[McpArgs]:
     what = offered_name(link.name, name)
 
     def run(args: McpArgs, principal: Principal | None) -> ToolResult:
-        return _call(link, name, allowed, dict(args.model_extra or {}), principal)
+        return _call(link, name, allowed, dict(args.model_extra or {}), principal, on_write)
 
     return Tool(
         name=what,
@@ -99,7 +110,12 @@ def _tool(link: Link, name: str, allowed: McpTool, described: str, schema: dict[
 
 
 def _call(
-    link: Link, name: str, allowed: McpTool, arguments: dict[str, Any], principal: Principal | None
+    link: Link,
+    name: str,
+    allowed: McpTool,
+    arguments: dict[str, Any],
+    principal: Principal | None,
+    on_write: OnWrite | None,
 ) -> ToolResult:
     what = offered_name(link.name, name)
     if not allowed.access.allows(principal):
@@ -108,6 +124,35 @@ def _call(
             f"you may not call {what}: {'; '.join(allowed.access.missing(principal))}",
             hint="tell the user who may do it; do not try other ways to do it",
         )
+    refusal = _refusal(link, name, arguments)
+    if refusal is not None:
+        return refusal
+    if allowed.risk == "write":
+        if on_write is not None:
+            return on_write(McpWrite(server=link.name, tool=name, arguments=arguments), principal)
+        return ToolResult.failure(
+            ErrorType.needs_approval,
+            f"{what} changes things, so it does not run until a person approves it; no approvals are "
+            "kept here, so it was not run",
+            hint="tell the user it needs a person to do it by hand; do not call it again",
+        )
+    return _called(link, name, arguments)
+
+
+def call_approved(write: McpWrite, spec: McpServer, hub: McpHub) -> ToolResult:
+    """Make a write call a person approved (tools/writes.py checked the approval against the policy
+    as it is now): the server's tool as it lists it now, the arguments checked again, one call."""
+    link = hub.links.get(write.server)
+    if link is None or link.spec != spec:
+        return ToolResult.failure(
+            ErrorType.denied, f"MCP server {write.server} is not the one approved; nothing was called"
+        )
+    return _refusal(link, write.tool, write.arguments) or _called(link, write.tool, write.arguments)
+
+
+def _refusal(link: Link, name: str, arguments: dict[str, Any]) -> ToolResult | None:
+    """Why the server cannot be asked to run tool `name` with `arguments` now, or None."""
+    what = offered_name(link.name, name)
     listing = link.tools()
     if isinstance(listing, Down):
         return _unavailable(link.said(listing))
@@ -124,13 +169,10 @@ def _call(
             f"arguments do not fit {what}: {'; '.join(problems)}",
             hint=expected(listed.input_schema),
         )
-    if allowed.risk == "write":
-        return ToolResult.failure(
-            ErrorType.needs_approval,
-            f"{what} changes things, so it does not run until a person approves it; MCP tools cannot be "
-            "approved yet, so it was not run",
-            hint="tell the user it needs a person to do it by hand; do not call it again",
-        )
+    return None
+
+
+def _called(link: Link, name: str, arguments: dict[str, Any]) -> ToolResult:
     try:
         result = link.call(name, arguments)
     except CallFailed as exc:
@@ -140,7 +182,7 @@ def _call(
         if exc.kind == "refused":
             return ToolResult.failure(ErrorType.failed, str(exc), hint="read the server's reason before calling again")
         return _unavailable(str(exc))
-    return rendered(what, result)
+    return rendered(offered_name(link.name, name), result)
 
 
 def _unavailable(message: str) -> ToolResult:
