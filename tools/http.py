@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config.policy import HttpSource
 from .base import ErrorType, ToolResult
+from .environment import named_values
 
 if TYPE_CHECKING:
     from httpx import Response
@@ -64,18 +65,15 @@ class Server:
             )
 
     def _headers(self) -> dict[str, str] | ToolResult:
-        values: dict[str, str] = {}
-        for header, variable in self.source.headers.items():
-            value = self._environ.get(variable)
-            if not value:
-                return ToolResult.failure(
-                    ErrorType.unavailable,
-                    f"{self.what} needs the environment variable {variable} (its {header} header), "
-                    "which is not set where opsbot runs",
-                    hint="tell the user an operator must set it",
-                )
-            values[header] = value
-        return values
+        named = named_values(self.source.headers, self._environ)
+        if named.unset is not None:
+            return ToolResult.failure(
+                ErrorType.unavailable,
+                f"{self.what} needs the environment variable {named.unset.variable} (its {named.unset.key} header), "
+                "which is not set where opsbot runs",
+                hint="tell the user an operator must set it",
+            )
+        return named.values
 
 
 def described(sources: Mapping[str, HttpSource]) -> str:

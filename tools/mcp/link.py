@@ -24,6 +24,7 @@ from typing import IO, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from ...config.policy import McpServer
+from ..environment import named_values
 from .loop import LoopThread, LoopTimeout
 
 BACKOFF_S = 1.0
@@ -253,16 +254,12 @@ class Link:
 
     def _named(self, names: list[str] | dict[str, str], what: str) -> dict[str, str]:
         """Values of the environment variables the policy names (as given, or keyed by header)."""
-        pairs = {name: name for name in names} if isinstance(names, list) else names
-        values: dict[str, str] = {}
-        for key, variable in pairs.items():
-            value = self._environ.get(variable)
-            if not value:
-                raise Missing(
-                    f"it needs the environment variable {variable} ({what}), which is not set where opsbot runs"
-                )
-            values[key] = value
-        return values
+        named = named_values({name: name for name in names} if isinstance(names, list) else names, self._environ)
+        if named.unset is not None:
+            raise Missing(
+                f"it needs the environment variable {named.unset.variable} ({what}), which is not set where opsbot runs"
+            )
+        return named.values
 
     def _last_words(self) -> str:
         """The end of what the server wrote on stderr since its last answer, for saying why it stopped."""
