@@ -745,7 +745,9 @@ def test_a_big_file_is_read_from_the_end(tmp_path: Path) -> None:
     assert elapsed < 0.5, f"took {elapsed:.2f} s: not read from the end"
     begun = time.monotonic()
     assert lines_of(query(executor, limit=2)) == [filler.decode().strip()] * 2
-    assert time.monotonic() - begun < 0.2
+    # Reading the 50 MB takes seconds; the tail alone takes milliseconds, so a loaded machine's
+    # tenths of a second still tell the two apart.
+    assert time.monotonic() - begun < 0.5
 
 
 # ---------------------------------------------------------------- the direct command

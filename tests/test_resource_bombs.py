@@ -304,7 +304,9 @@ def test_a_256_mb_line_without_a_newline_is_read_in_pieces_within_the_caps(
         assert "read 256.0 MB of 1 file" in summary, summary
     else:
         assert stopped_by_a_cap(summary), summary
-    if matches:
+    # A scan the time cap stopped may end before the first match on a loaded machine: it says so
+    # (above); a scan that read the whole line must have found it.
+    if matches and (call.data["complete"] or call.data["matches"]):
         assert call.data["matches"] >= 1 and shown_lines(call), summary
         assert f"lines longer than {MAX_LINE_CHARS:,} characters were cut" in call.data["notes"]
     else:
