@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -442,3 +443,30 @@ def test_a_reply_reaching_a_process_before_redis_knows_its_thread_again_is_held_
     assert len(b.dispatcher.journal) == 0
     for process in (a, b):
         process.pool.shutdown()
+
+
+def test_the_journal_forgets_threads_idle_past_their_memory_so_a_long_run_holds_only_recent_ones() -> None:
+    """20,000 threads each answered once, then an hour later one more message: the process keeps
+    the one thread still within its memory's time to live, and the memory the others held."""
+    clock = Clock()
+    journal = Journal(clock=clock)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(20_000):
+            job = job_in(f"1700000000.{n:06d}", 0)
+            journal.keep(job, f"d{n}", active_ttl_s=600, require_active=False, parked=False)
+            journal.done(job)
+        held = tracemalloc.get_traced_memory()[0] - before
+        clock.now += 3600
+        fresh = job_in("1800000000.000001", 0)
+        journal.keep(fresh, "fresh", active_ttl_s=600, require_active=False, parked=False)
+        journal.done(fresh)
+        left = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+    assert [a.thread for a in journal.active()] == [fresh.thread.key]
+    assert journal.is_active(fresh.thread.key) and not journal.is_active(job_in("1700000000.000001", 0).thread.key)
+    assert held > 1_000_000, f"20,000 threads held {held:,} bytes"
+    assert left < held / 20, f"{left:,} bytes still held of {held:,}"

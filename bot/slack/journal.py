@@ -92,6 +92,7 @@ class Journal:
                 self._active.move_to_end(job.thread.key)
                 while len(self._active) > self.active_limit:
                     self._active.popitem(last=False)
+            self._forget_lapsed(entry.since)
 
     def is_active(self, thread: str) -> bool:
         with self._lock:
@@ -104,6 +105,19 @@ class Journal:
             for thread in [t for t, until in self._active.items() if until <= now]:
                 del self._active[thread]
             return [ActiveThread(thread, max(1, int(until - now))) for thread, until in self._active.items()]
+
+    def _forget_lapsed(self, now: float) -> None:
+        """Threads idle past their memory's time to live, oldest kept first: a process that serves
+        for weeks holds the threads of the last day, not every thread it ever saw."""
+        forgotten = 0
+        while self._active:
+            thread, until = next(iter(self._active.items()))
+            if until > now:
+                break
+            del self._active[thread]
+            forgotten += 1
+        if forgotten > len(self._active):
+            self._active = OrderedDict(self._active)  # a dict keeps its largest table until copied
 
     def done(self, job: Job) -> None:
         with self._lock:
