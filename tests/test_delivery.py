@@ -377,6 +377,8 @@ def test_after_a_restart_the_janitor_holds_its_leases_at_once_and_requeues_one_l
     clock.now += 3.0
     janitor.tick()
     assert state.redis.zrange(keys[0], 0, -1) == [second.id], "one lease later, the forgotten job is back"
+    clock.now += 2.0
+    janitor.tick()  # two ticks on, every process has queued its own again: the queues are whole
     release.set()
     assert until(lambda: handled == [first.id, second.id] and pool.idle())
     assert len(dispatcher.journal) == 0
@@ -398,14 +400,20 @@ class Process:
         self.janitor.tick()
 
 
-def process_on(redis: RedisServer, lease_s: float = 3.0) -> Process:
+def process_on(redis: RedisServer, lease_s: float = 3.0, wait: Callable[[Job], None] = lambda job: None) -> Process:
+    """`wait`: called with each job before it counts as handled (a run that takes a while)."""
     handled: list[str] = []
     pool = WorkerPool(4, 0)
     state = SlackState(connect(redis.url), lease_s=lease_s)
+
+    def handle(job: Job) -> None:
+        wait(job)
+        handled.append(job.id)
+
     dispatcher = Dispatcher(
         state,
         pool,
-        handle=lambda job: handled.append(job.id),
+        handle=handle,
         journal=Journal(),
         dedupe_ttl_s=3600,
         on_takeover=lambda thread: None,
@@ -435,9 +443,12 @@ def test_a_reply_reaching_a_process_before_redis_knows_its_thread_again_is_held_
     assert b.handled == [] and len(b.dispatcher.journal) == 2, "held, not dropped"
 
     a.tick()  # a notices and marks its threads again
-    b.tick(after_s=1.0)
+    b.tick(after_s=1.0)  # the held reply is queued
+    for process in (a, b):
+        process.tick(after_s=3.0)  # a lease after the restart b vouches for the marks; the unknown one goes
+    for process in (a, b):
+        process.tick(after_s=2.0)  # and for the queues: the reply is taken
     assert until(lambda: b.handled == [reply.id] and b.pool.idle()), "the held reply is answered"
-    b.tick(after_s=3.0)  # a lease after the restart b vouches for the marks; the unknown one goes
     b.tick(after_s=1.0)
     assert b.handled == [reply.id] and a.handled == [mention.id]
     assert len(b.dispatcher.journal) == 0
@@ -470,3 +481,32 @@ def test_the_journal_forgets_threads_idle_past_their_memory_so_a_long_run_holds_
     assert journal.is_active(fresh.thread.key) and not journal.is_active(job_in("1700000000.000001", 0).thread.key)
     assert held > 1_000_000, f"20,000 threads held {held:,} bytes"
     assert left < held / 20, f"{left:,} bytes still held of {held:,}"
+
+
+def test_after_redis_restarts_empty_a_threads_questions_are_answered_in_the_order_asked(own_redis) -> None:
+    """Measured with the fault bench before this (20 threads of 5 messages, Redis restarted empty):
+    20 of 20 threads answered out of order: questions asked after the restart went first, the ones
+    Redis forgot came back a lease later."""
+    first, second, third = (job_in("1700000000.1", n) for n in (1, 2, 3))
+    release = threading.Event()
+    a = process_on(own_redis, wait=lambda job: release.wait(10) if job.id == first.id else None)
+    b = process_on(own_redis)
+    a.dispatcher.accept(first, "first", active_ttl_s=60)
+    assert until(lambda: a.dispatcher.waiting() == 0), "a works on the first question"
+    b.dispatcher.accept(second, "second", active_ttl_s=60)  # queued behind it, held in b's journal
+
+    own_redis.stop()
+    own_redis.start()
+    a.tick()  # a holds its thread and its question in flight again
+    b.tick()
+    a.dispatcher.accept(third, "third", active_ttl_s=60)  # asked after the restart
+    release.set()
+    time.sleep(0.5)
+    assert a.handled == [first.id], "the next question waits: Redis may have forgotten older ones"
+    for process in (a, b):
+        process.tick(after_s=3.0)  # a lease on: each queues again what Redis forgot
+    for process in (a, b):
+        process.tick(after_s=2.0)  # and vouches that the queues are whole
+    assert until(lambda: a.handled + b.handled == [first.id, second.id, third.id])
+    for process in (a, b):
+        process.pool.shutdown()

@@ -96,7 +96,6 @@ class ModelClient:
         self.max_answer_tokens = max_answer_tokens
         self.extra_body = dict(extra_body or {})
         self.stream = stream
-        self.stream_idle_timeout_s = stream_idle_timeout_s
         self.usage_in_stream = True  # `stream_options.include_usage`: not every server takes it
         self.configured = protocol
         # What this endpoint has shown it speaks and takes; learnt once, kept for the process.
@@ -112,6 +111,10 @@ class ModelClient:
         self._client = openai.OpenAI(
             api_key=api_key or "not-needed", base_url=base_url, timeout=timeout_s, max_retries=max_retries
         )
+        # Streams: between two pieces `stream_idle_timeout_s` at most (the request's own timeout still
+        # bounds the wait for the first). Made once: a copy of the client costs about a tool call.
+        self._idle_s = min(stream_idle_timeout_s, timeout_s)
+        self._streaming = self._client.with_options(timeout=openai.Timeout(timeout_s, read=self._idle_s))
 
     def complete(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, sink: TextSink | None = None
@@ -250,11 +253,7 @@ class ModelClient:
             streamed = {**request, "stream": True}
             if self.usage_in_stream:
                 streamed["stream_options"] = {"include_usage": True}
-            # Between two pieces of a stream, `stream_idle_timeout_s` at most (the request's own
-            # timeout still bounds the wait for the first).
-            idle = min(self.stream_idle_timeout_s, self.timeout_s)
-            silent_after = self._client.with_options(timeout=openai.Timeout(self.timeout_s, read=idle))
-            chunks = silent_after.chat.completions.create(**streamed)
+            chunks = self._streaming.chat.completions.create(**streamed)
             try:
                 assembled = assemble(chunks, started, protocol, sink)
             except Cancelled:
@@ -262,7 +261,7 @@ class ModelClient:
                 raise
             except openai.APITimeoutError as exc:
                 chunks.close()
-                raise _WentSilent(idle) from exc
+                raise _WentSilent(self._idle_s) from exc
             if assembled.finish_reason is not None or assembled.content or assembled.calls:
                 return _Sent(assembled, assembled.first_token_s)
             # Nothing came as events: a server that ignores `stream` and answers whole.

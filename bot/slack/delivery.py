@@ -14,6 +14,7 @@ import functools
 import logging
 import queue
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ from .journal import Journal
 from .state import Accepted, SlackState
 
 log = logging.getLogger("opsbot.slack")
+
+HOLD_POLL_S = 0.2  # how often a held drain asks whether the queues are whole again
 
 
 class Deferred(Exception):
@@ -112,8 +115,13 @@ class Dispatcher:
         journal: Journal,
         dedupe_ttl_s: int,
         on_takeover: Callable[[str], None],
+        hold_s: float | None = None,
     ) -> None:
+        """`hold_s`: how long a thread's next job may wait for the queues to be whole again after
+        Redis lost its data (by default a lease and five seconds: the janitors vouch after a lease
+        and two ticks)."""
         self.state = state
+        self.hold_s = state.lease_s + 5.0 if hold_s is None else hold_s
         self.pool = pool
         self.handle = handle
         self.journal = journal
@@ -292,6 +300,7 @@ class Dispatcher:
             if accepted.took_over:
                 self.on_takeover(thread)
             while not self._stopping.is_set():
+                self._wait_for_whole_queues(thread)
                 job = self.state.next_job(thread, token)
                 if job is None:
                     if self.state.release(thread, token):
@@ -315,6 +324,18 @@ class Dispatcher:
         finally:
             with self._drains_lock:
                 self._drains.pop(thread, None)
+
+    def _wait_for_whole_queues(self, thread: str) -> None:
+        """After Redis lost its data, each process queues again what it holds; a thread's next job
+        waits for that (the janitors vouch for it), at most `hold_s`: past that a janitor is gone,
+        and answering late would help no one."""
+        deadline = time.monotonic() + self.hold_s
+        while not self.state.queues_whole():
+            if time.monotonic() >= deadline:
+                log.warning("%s: Redis's queues not vouched for in %.0f s; answering on", thread, self.hold_s)
+                return
+            if self._stopping.wait(HOLD_POLL_S):
+                return
 
     def _give_up(self, thread: str, token: str) -> None:
         try:

@@ -7,7 +7,9 @@ restart that lost data is repaired in two moves: at once each process holds its 
 in-flight jobs again and marks its threads as opsbot's, then, one lease later (every live
 process has noticed by then), it queues again what it accepted and Redis forgot, and vouches
 that Redis's marks are whole again. Until then a reply in a thread Redis does not know is held,
-not dropped: its mark may be one the restart lost.
+not dropped: its mark may be one the restart lost. Two ticks later still (every process has
+queued its jobs again by then) it vouches that the queues are whole: until then no thread's next
+job is taken, so a question asked before the restart is answered before one asked after it.
 """
 
 from __future__ import annotations
@@ -48,8 +50,11 @@ class Janitor:
 
     def look(self) -> Persistence:
         """Learn which Redis answers and what it keeps over a restart (at startup, and after each restart)."""
+        first = not self.servers
         self.servers = server_ids(self.state.redis)
         self._servers_since = self.clock()
+        if first:
+            self.state.vouch_queues()  # no restart seen: what Redis holds is what was accepted
         self.persistence = persistence(self.state.redis)
         if not self.persistence.keeps_data:
             log.warning(
@@ -97,6 +102,7 @@ class Janitor:
             self.look()
         if not self.servers:
             self._servers_since = now  # Redis answers for the first time since this process started
+            self.state.vouch_queues()  # as in `look`, which could not reach it
         self.servers = servers
         self.dispatcher.queue_parked()
         if self._replay_at is not None and now >= self._replay_at:
@@ -112,3 +118,5 @@ class Janitor:
                 # Every live process noticed these servers within a tick or two, and marked its
                 # threads again then: a thread Redis does not know now is not opsbot's.
                 self.state.vouch_marks()
+            if now - self._servers_since >= self.state.lease_s + 2 * self.tick_s:
+                self.state.vouch_queues()

@@ -297,6 +297,16 @@ class SlackState:
         """Say the marks are whole; janitors say it every round, so it lapses only with them."""
         self.redis.set(self._marks_whole_key, "1", ex=MARKS_WHOLE_TTL_S)
 
+    def queues_whole(self) -> bool:
+        """Whether Redis holds every job opsbot accepted: false after it lost its data, until every
+        live process has queued again what it holds (`vouch_queues`). Drains wait meanwhile, so a
+        thread's forgotten questions are answered before the ones asked since."""
+        return bool(self.redis.exists(self._queues_whole_key))
+
+    def vouch_queues(self) -> None:
+        """Say the queues are whole; janitors say it every round, so it lapses only with them."""
+        self.redis.set(self._queues_whole_key, "1", ex=MARKS_WHOLE_TTL_S)
+
     def mark_active(self, threads: list[ActiveThread]) -> None:
         """Mark threads as ones opsbot takes part in, each for its seconds (after Redis forgot them)."""
         with self.redis.pipeline(transaction=False) as pipe:
@@ -331,6 +341,10 @@ class SlackState:
     @property
     def _marks_whole_key(self) -> str:
         return f"{self.prefix}:marks-whole"
+
+    @property
+    def _queues_whole_key(self) -> str:
+        return f"{self.prefix}:queues-whole"
 
     def _seen_key(self, thread: str, delivery: str) -> str:
         return f"{self.prefix}:seen:{{{thread}}}:{delivery}"
