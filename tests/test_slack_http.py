@@ -278,6 +278,32 @@ def test_ops_logs_answer_through_the_response_url_and_help_in_the_ack_without_a_
         assert slack.messages("CLOGS") == []  # private answers: nothing in the channel
 
 
+def test_slacks_retry_after_redis_restarted_empty_adds_no_second_answer(own_redis: RedisServer) -> None:
+    """Measured with the fault bench before this (20 threads of 5, Redis restarted empty, acks slower
+    than Slack's 3 s on a loaded machine): 18 of 100 messages answered twice. A retry's first
+    delivery had been taken and answered; the restart lost the mark that would have dropped it."""
+    with SlackApi(token=TOKEN) as slack, ModelServer(answering_policy) as model:
+        env = serve_env(slack, own_redis.url, model) | {"OPSBOT_SLACK__DRAIN_LEASE_S": "2"}
+        with ServeProcess(env) as process:
+            served = Served(process, slack, model, own_redis.url)
+            question = "is the queue draining?"
+            mention = payloads.app_mention(f"<@UBOT> {question}", channel="CRETRY")
+            slack.add_message("CRETRY", mention["text"], ts=mention["ts"])
+            assert served.event(mention)[0] == 200
+            assert len(served.answered("CRETRY", mention["ts"])) == 1
+            assert settled(own_redis.url)  # done, and Redis knows it
+
+            own_redis.stop()
+            own_redis.start()  # empty: what Redis knew of the delivery is gone
+            assert until(lambda: served.event(mention, retry=1)[0] == 200, timeout=10)
+            twin = payloads.message(f"<@UBOT> {question}", channel="CRETRY", ts=mention["ts"])
+            assert served.event(twin, retry=2)[0] == 200
+            time.sleep(1.0)  # the janitor notices the restart (it looks every second)
+            assert settled(own_redis.url)
+            assert len(answers(slack, "CRETRY", mention["ts"])) == 1
+            assert runs_for(model, question) == 1, "looked for in the thread and found, not asked again"
+
+
 # A process killed after its acks.
 
 

@@ -15,6 +15,7 @@ import logging
 import queue
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -117,11 +118,13 @@ class Dispatcher:
         on_takeover: Callable[[str], None],
         hold_s: float | None = None,
     ) -> None:
-        """`hold_s`: how long a thread's next job may wait for the queues to be whole again after
-        Redis lost its data (by default a lease and five seconds: the janitors vouch after a lease
-        and two ticks)."""
+        """`hold_s`: how long a thread's next job may wait after Redis lost its data for the jobs
+        it forgot to be queued again (by default a lease and five seconds: they are queued a lease
+        after the restart)."""
         self.state = state
         self.hold_s = state.lease_s + 5.0 if hold_s is None else hold_s
+        self.process = uuid.uuid4().hex  # this process, among those marking threads to replay
+        self._marked: set[str] = set()
         self.pool = pool
         self.handle = handle
         self.journal = journal
@@ -195,13 +198,15 @@ class Dispatcher:
         return lost
 
     def reassert(self) -> None:
-        """After Redis lost its data: hold this process's leases and in-flight jobs again."""
+        """After Redis lost its data: hold this process's leases and in-flight jobs again, and mark
+        the threads whose other jobs it will queue again (`replay`): their next job waits for them."""
         with self._drains_lock:
             drains = list(self._drains.items())
         for thread, drain in drains:
             if not self.state.reassert(thread, drain.token, drain.job):
                 log.warning("after the Redis restart another process holds %s", thread)
         self.state.mark_active(self.journal.active())
+        self.state.replaying(self.process, self._to_replay(), self.hold_s)
 
     def replay(self) -> int:
         """Queue again what this process accepted and Redis may have forgotten; how many were new
@@ -222,7 +227,19 @@ class Dispatcher:
                 replay=not entry.parked,
             )
             again += self._settle(entry.job, entry.parked, accepted, whole)
+        self.state.replayed(self.process, self._marked)
+        self._marked = set()
         return again
+
+    def _to_replay(self) -> set[str]:
+        """The threads of the jobs `replay` will queue again (parked ones are queued as they come)."""
+        running = self._running()
+        self._marked = {
+            e.job.thread.key
+            for e in self.journal.entries(parked=False)
+            if (e.job.thread.key, e.job.id) not in running
+        }
+        return self._marked
 
     def queue_parked(self) -> int:
         """Queue what was parked while Redis was unreachable; how many reached it."""
@@ -327,12 +344,12 @@ class Dispatcher:
 
     def _wait_for_whole_queues(self, thread: str) -> None:
         """After Redis lost its data, each process queues again what it holds; a thread's next job
-        waits for that (the janitors vouch for it), at most `hold_s`: past that a janitor is gone,
-        and answering late would help no one."""
+        waits for that (`SlackState.may_take`), at most `hold_s`: past that a process is gone, and
+        answering later would help no one."""
         deadline = time.monotonic() + self.hold_s
-        while not self.state.queues_whole():
+        while not self.state.may_take(thread):
             if time.monotonic() >= deadline:
-                log.warning("%s: Redis's queues not vouched for in %.0f s; answering on", thread, self.hold_s)
+                log.warning("%s: forgotten jobs not queued again in %.0f s; answering on", thread, self.hold_s)
                 return
             if self._stopping.wait(HOLD_POLL_S):
                 return

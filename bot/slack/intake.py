@@ -67,12 +67,17 @@ class Intake:
         self.can_ask = can_ask
         self._mention = re.compile(rf"<@{re.escape(identity.user_id)}(?:\|[^>]*)?>")
 
-    def message(self, event: dict[str, Any], body: dict[str, Any], acked_if_parked: bool = False) -> bool:
+    def message(
+        self, event: dict[str, Any], body: dict[str, Any], acked_if_parked: bool = False, again: bool = False
+    ) -> bool:
         """An `app_mention` or `message` event: a queued job when it is addressed to opsbot.
 
         False when Redis could not take it: the job is parked here meanwhile, and Slack should
         deliver it again (a retry reaching any process is deduplicated against the parked one)
-        unless `acked_if_parked` (its last try: this process is then the only one holding it)."""
+        unless `acked_if_parked` (its last try: this process is then the only one holding it).
+        `again`: Slack's retry of a delivery whose ack it did not get in time. The first may have
+        been taken and answered, and Redis may have lost its mark since (a restart without
+        persistence): the answer is looked for in the thread before the job is worked on."""
         if not self._written_by_someone(event):
             return True
         channel, ts = event.get("channel"), event.get("ts")
@@ -100,6 +105,7 @@ class Intake:
             text=said,
             decision=decide(self.policy, said, self.can_ask),
             ts=ts,
+            resumed=again,
         )
         active_ttl_s = self.thread_ttl_s
         if not self._member(user_team):

@@ -7,9 +7,11 @@ restart that lost data is repaired in two moves: at once each process holds its 
 in-flight jobs again and marks its threads as opsbot's, then, one lease later (every live
 process has noticed by then), it queues again what it accepted and Redis forgot, and vouches
 that Redis's marks are whole again. Until then a reply in a thread Redis does not know is held,
-not dropped: its mark may be one the restart lost. Two ticks later still (every process has
-queued its jobs again by then) it vouches that the queues are whole: until then no thread's next
-job is taken, so a question asked before the restart is answered before one asked after it.
+not dropped: its mark may be one the restart lost. At the restart each process also marks the
+threads whose jobs it will queue again, and two ticks later (every process has noticed and marked
+by then) vouches for the marks: until then no thread's next job is taken, and a marked thread's
+not until its jobs are back, so a question asked before the restart is answered before one
+asked after it.
 """
 
 from __future__ import annotations
@@ -104,6 +106,9 @@ class Janitor:
             self._servers_since = now  # Redis answers for the first time since this process started
             self.state.vouch_queues()  # as in `look`, which could not reach it
         self.servers = servers
+        if now - self._servers_since >= 2 * self.tick_s:
+            # Every live process noticed these servers within a tick and marked what it will queue again.
+            self.state.vouch_queues()
         self.dispatcher.queue_parked()
         if self._replay_at is not None and now >= self._replay_at:
             self._replay_at = None
@@ -118,5 +123,3 @@ class Janitor:
                 # Every live process noticed these servers within a tick or two, and marked its
                 # threads again then: a thread Redis does not know now is not opsbot's.
                 self.state.vouch_marks()
-            if now - self._servers_since >= self.state.lease_s + 2 * self.tick_s:
-                self.state.vouch_queues()

@@ -61,7 +61,11 @@ class Job(BaseModel):
     user_team: str | None = Field(default=None, description="the user's own team (Slack Connect brings others)")
     ts: str = Field(default="", description="the message's own ts (the thread root's for a new thread)")
     first_in_thread: bool = Field(default=False, description="opsbot's first message here: read the thread first")
-    resumed: bool = Field(default=False, description="taken over from a process that died while working on it")
+    resumed: bool = Field(
+        default=False,
+        description="an earlier attempt may have answered it (taken over from a process that died while working "
+        "on it, or delivered again by Slack): looked for before it is answered",
+    )
     response_url: str | None = Field(
         default=None, description="answer privately here: opsbot cannot post in the channel"
     )

@@ -190,7 +190,8 @@ class SlackState:
         `delivery` names what Slack may send twice (a retry, the mention/message twin); `active_ttl_s`
         marks the thread as one opsbot takes part in; `require_active` drops the job unless it is one.
         `replay` is a job its own process queues again after Redis forgot it: its delivery was seen,
-        by that process, and it may have been answered already.
+        by that process, and it may have been answered already; so may a job marked `resumed` (Slack
+        delivered it again), whose delivery Redis may have forgotten.
 
         A thread's queue is ordered by message ts, not by arrival: Slack may deliver two quick
         messages out of order, and they are still answered in the order they were written."""
@@ -209,7 +210,7 @@ class SlackState:
                 token,
                 self.lease_ms,
                 int(require_active),
-                "r" if replay else "",
+                "r" if replay or job.resumed else "",
                 int(replay),
             ],
         )
@@ -297,14 +298,34 @@ class SlackState:
         """Say the marks are whole; janitors say it every round, so it lapses only with them."""
         self.redis.set(self._marks_whole_key, "1", ex=MARKS_WHOLE_TTL_S)
 
-    def queues_whole(self) -> bool:
-        """Whether Redis holds every job opsbot accepted: false after it lost its data, until every
-        live process has queued again what it holds (`vouch_queues`). Drains wait meanwhile, so a
-        thread's forgotten questions are answered before the ones asked since."""
-        return bool(self.redis.exists(self._queues_whole_key))
+    def may_take(self, thread: str) -> bool:
+        """Whether the thread's next job may be taken: not after Redis lost its data until every live
+        process has said which of its threads had jobs Redis forgot (`vouch_queues`), nor while one
+        of them still has to queue those again (`replaying`). So a thread's forgotten questions are
+        answered before the ones asked since. One round trip."""
+        with self.redis.pipeline(transaction=False) as pipe:
+            pipe.exists(self._queues_whole_key)
+            pipe.exists(self._replaying_key(thread))
+            whole, replaying = pipe.execute()
+        return bool(whole) and not replaying
+
+    def replaying(self, process: str, threads: set[str], ttl_s: float) -> None:
+        """`process` holds jobs of `threads` that Redis forgot, to be queued again (`replayed`)."""
+        with self.redis.pipeline(transaction=False) as pipe:
+            for thread in threads:
+                pipe.sadd(self._replaying_key(thread), process)
+                pipe.expire(self._replaying_key(thread), int(ttl_s) + 1)
+            pipe.execute()
+
+    def replayed(self, process: str, threads: set[str]) -> None:
+        with self.redis.pipeline(transaction=False) as pipe:
+            for thread in threads:
+                pipe.srem(self._replaying_key(thread), process)
+            pipe.execute()
 
     def vouch_queues(self) -> None:
-        """Say the queues are whole; janitors say it every round, so it lapses only with them."""
+        """Say every process has marked what it must queue again; janitors say it every round, so
+        it lapses only with them."""
         self.redis.set(self._queues_whole_key, "1", ex=MARKS_WHOLE_TTL_S)
 
     def mark_active(self, threads: list[ActiveThread]) -> None:
@@ -345,6 +366,9 @@ class SlackState:
     @property
     def _queues_whole_key(self) -> str:
         return f"{self.prefix}:queues-whole"
+
+    def _replaying_key(self, thread: str) -> str:
+        return f"{self.prefix}:replaying:{{{thread}}}"
 
     def _seen_key(self, thread: str, delivery: str) -> str:
         return f"{self.prefix}:seen:{{{thread}}}:{delivery}"

@@ -3,8 +3,8 @@
 A script, not a test. For each fault, two `opsbot serve --http` processes with default settings
 (a 15 s drain lease) share one real Redis, the fake Slack Web API and a scripted model whose
 every reply takes MODEL_DELAY_S. THREADS threads of two messages each (a mention, then a reply in
-its thread) are sent over SEND_OVER_S, alternately to either process, and FAULT_AT_S after the
-first the fault strikes:
+its thread; one fault 20 threads of five) are sent over SEND_OVER_S, alternately to either
+process, and FAULT_AT_S after the first the fault strikes:
 
 - kill -9: one of the two processes is SIGKILLed;
 - redis restart: Redis is SIGKILLed and started again DOWN_S later, with no persistence (it comes
@@ -76,6 +76,8 @@ class Fault:
     redis: str = "plain"  # plain | aof | sentinel
     env: dict[str, str] = field(default_factory=dict)
     before: Callable[[SlackApi], None] = lambda slack: None
+    threads: int = THREADS
+    per_thread: int = 2  # a mention, then replies in its thread
 
 
 @dataclass
@@ -127,6 +129,7 @@ FAULTS = [
     Fault("kill -9", lambda setup: setup.processes[0].kill()),
     Fault("redis restart, no persistence", restart_redis),
     Fault("redis restart, AOF", restart_redis, redis="aof"),
+    Fault("redis restart, no persistence, 20 threads x 5", restart_redis, threads=20, per_thread=5),
     Fault("sentinel failover", lambda setup: setup.redis.failover(), redis="sentinel"),
     Fault("slow Slack (20 s posts)", lambda setup: None, env={"OPSBOT_SLACK__STREAM": "false"}, before=slow_slack),
     Fault("429 storm", storm(429)),
@@ -227,11 +230,17 @@ def run(fault: Fault, workdir: Path) -> Row:
 
 def measure(fault: Fault, setup: Setup) -> Row:
     slack = setup.slack
-    mentions = [payloads.app_mention(f"<@UBOT> question {n}", channel=CHANNEL) for n in range(THREADS)]
-    replies = [payloads.message(f"then {n}", channel=CHANNEL, thread_ts=m["ts"]) for n, m in enumerate(mentions)]
-    for message in [*mentions, *replies]:
-        slack.add_message(CHANNEL, message["text"], ts=message["ts"], thread_ts=message.get("thread_ts"))
+    mentions = [payloads.app_mention(f"<@UBOT> question {n}", channel=CHANNEL) for n in range(fault.threads)]
+    # Round by round: every thread's first reply, then every thread's second, ...
+    replies = [
+        payloads.message(f"then {n}.{r}", channel=CHANNEL, thread_ts=m["ts"])
+        for r in range(1, fault.per_thread)
+        for n, m in enumerate(mentions)
+    ]
     messages = [*mentions, *replies]
+    for message in messages:
+        slack.add_message(CHANNEL, message["text"], ts=message["ts"], thread_ts=message.get("thread_ts"))
+    in_thread = {m["ts"]: [m["ts"], *(r["ts"] for r in replies if r["thread_ts"] == m["ts"])] for m in mentions}
     job = {m["ts"]: f"T1:{CHANNEL}:{m['ts']}" for m in messages}
     sent_at: dict[str, float] = {}
     answered_at: dict[str, float] = {}
@@ -239,7 +248,7 @@ def measure(fault: Fault, setup: Setup) -> Row:
     start = time.monotonic()
     gap = SEND_OVER_S / len(messages)
     struck = False
-    for n, message in enumerate(mentions + replies):
+    for n, message in enumerate(messages):
         if not struck and time.monotonic() - start >= FAULT_AT_S:
             threading.Thread(target=fault.strike, args=(setup,), daemon=True).start()
             struck = True
@@ -261,17 +270,20 @@ def measure(fault: Fault, setup: Setup) -> Row:
 
     counts = {ts: 0 for ts in job}
     out_of_order = 0
-    for mention, reply in zip(mentions, replies, strict=True):
+    for mention in mentions:
         jobs = answer_jobs(slack, mention["ts"])
         for done in jobs:
             counts[done.rsplit(":", 1)[1]] = counts.get(done.rsplit(":", 1)[1], 0) + 1
         firsts = list(dict.fromkeys(jobs))
-        if firsts != [job[mention["ts"]], job[reply["ts"]]][: len(firsts)]:
+        if firsts != [job[ts] for ts in in_thread[mention["ts"]]][: len(firsts)]:
             out_of_order += 1
     waits = [answered_at[ts] - sent_at[ts] for ts in answered_at if ts in sent_at]
     never = [job[ts] for ts, count in counts.items() if count == 0]
     if never:
         print(f"  never answered: {', '.join(never)}", file=sys.stderr)
+    more = [f"{job[ts]} ({count})" for ts, count in counts.items() if count > 1]
+    if more:
+        print(f"  answered more than once: {', '.join(more)}", file=sys.stderr)
     for ts, statuses in sender.given_up:
         print(f"  {job[ts]} was never acked: {statuses}", file=sys.stderr)
     return Row(
@@ -291,7 +303,7 @@ def main(names: list[str]) -> int:
     print("opsbot fault bench: two `opsbot serve --http` processes, default settings, fake Slack, real Redis")
     print(
         f"(load average before {load} on {os.cpu_count()} CPUs; "
-        f"{THREADS} threads x 2 messages, model {MODEL_DELAY_S:g} s)"
+        f"{THREADS} threads x 2 messages unless the fault says otherwise, model {MODEL_DELAY_S:g} s)"
     )
     print()
     print("| fault | sent | answered once | twice or more | never | threads out of order | longest wait |")

@@ -57,6 +57,7 @@ SERVICES = ("checkout", "payments", "auth")
 FACT = "INC-7781"
 TURNS = 13
 TARGET_OVERHEAD_MS = 5.0
+TARGET_ADDED_MS = 1.0  # per model call, over a minimal raw loop on the same client
 TARGET_TOKEN_RATIO = 0.15
 
 
@@ -129,6 +130,91 @@ def measure(
             figures.round_trips.append(memory.round_trips - before)
             figures.steps = len(reply.steps)
     return figures
+
+
+PING_SCHEMA = {
+    "type": "function",
+    "function": {
+        "name": "ping",
+        "description": "Check that one host answers",
+        "parameters": {
+            "type": "object",
+            "properties": {"n": {"type": "integer"}, "host": {"type": "string"}},
+            "required": ["n", "host"],
+        },
+    },
+}
+
+
+def raw_run(openai_client: Any, stream: bool) -> int:
+    """A minimal hand-written loop on the same openai client: ask, run the calls, ask again until
+    the model answers. No memory, checks, guards, redaction or records. Returns its model calls."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "bench: go"}]
+    asked = 0
+    while True:
+        asked += 1
+        calls: dict[int, dict[str, str]] = {}
+        if stream:
+            for chunk in openai_client.chat.completions.create(
+                model="scripted", messages=messages, tools=[PING_SCHEMA], stream=True
+            ):
+                for delta in chunk.choices[0].delta.tool_calls or [] if chunk.choices else []:
+                    call = calls.setdefault(delta.index, {"id": "", "name": "", "arguments": ""})
+                    call["id"] = delta.id or call["id"]
+                    call["name"] += (delta.function and delta.function.name) or ""
+                    call["arguments"] += (delta.function and delta.function.arguments) or ""
+        else:
+            message = (
+                openai_client.chat.completions.create(model="scripted", messages=messages, tools=[PING_SCHEMA])
+                .choices[0]
+                .message
+            )
+            for n, tool_call in enumerate(message.tool_calls or []):
+                calls[n] = {
+                    "id": tool_call.id,
+                    "name": tool_call.function.name,
+                    "arguments": tool_call.function.arguments,
+                }
+        if not calls:
+            return asked
+        messages.append(
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                    for c in calls.values()
+                ],
+            }
+        )
+        for c in calls.values():
+            result = {"status": "ok", "data": ping(**json.loads(c["arguments"]))}
+            messages.append({"role": "tool", "tool_call_id": c["id"], "content": json.dumps(result)})
+
+
+def side_by_side(rounds: int = 40) -> dict[str, list[float]]:
+    """Wall ms per model call of opsbot's Agent.run (in-process memory) and of `raw_run`, streaming
+    and not, on one openai client and one scripted server, taken in turns so load falls on all."""
+    per_call: dict[str, list[float]] = {"opsbot": [], "raw, streaming": [], "raw, not streaming": []}
+    with ModelServer(stepping_policy(TOOL_STEPS, ping_call)) as server:
+        model = client(server)
+        agent = Agent(model=model, memory=InProcessMemory(), tools=[ping])
+        openai_client = model._streaming  # the openai client opsbot's own calls go through
+
+        def opsbot_once(i: int) -> int:
+            return len(agent.run("bench: go", thread=f"side:{i}").steps)
+
+        runs: dict[str, Callable[[int], int]] = {
+            "opsbot": opsbot_once,
+            "raw, streaming": lambda i: raw_run(openai_client, stream=True),
+            "raw, not streaming": lambda i: raw_run(openai_client, stream=False),
+        }
+        for i in range(WARMUP + rounds):
+            for name, run in runs.items():
+                started = time.perf_counter()
+                calls = run(i)
+                if i >= WARMUP:
+                    per_call[name].append((time.perf_counter() - started) * 1000 / calls)
+    return per_call
 
 
 def median(values: list[float]) -> float:
@@ -308,6 +394,7 @@ def main() -> None:
         finally:
             redis_server.stop()
 
+    raw = side_by_side()
     defaults = run_thread(LoopLimits(), MemorySettings(), ops_tools(sample.policy))
     baseline = run_thread(
         LoopLimits(max_result_tokens=10_000_000, max_prompt_tokens=10_000_000),
@@ -393,6 +480,23 @@ def main() -> None:
     print(f"   (a)/(b) = {ratio:.1%}; target <= {TARGET_TOKEN_RATIO:.0%} with the turn-1 fact answerable -> {verdict}")
     print("\n4. Reading a reply and shaping a request, in the client (µs each, mean of 1000)")
     print(table(["what", "µs"], parsing_costs(defaults["last_request"])))
+    print("\n5. Per model call, side by side: opsbot's Agent.run and a minimal raw loop on the same openai client")
+    print(
+        f"   (wall ms per model call, median of {len(raw['opsbot'])} runs of {TOOL_STEPS} ping steps + answer, "
+        "taken in turns)"
+    )
+    ours = median(raw["opsbot"])
+    rows = [
+        [name, f"{median(v):.2f}", f"{ours - median(v):+.2f}", f"{ours / median(v):.2f}"] for name, v in raw.items()
+    ]
+    print(table(["loop", "ms per model call", "opsbot minus this", "opsbot / this"], rows))
+    added = ours - median(raw["raw, streaming"])
+    verdict = "met" if added <= TARGET_ADDED_MS else "NOT met"
+    print(
+        f"   opsbot streams every request (its answers are shown as they are written): the streaming raw loop is the "
+        f"like-for-like one.\n   target: at most {TARGET_ADDED_MS:g} ms added per model call -> {verdict} "
+        f"({added:+.2f} ms)"
+    )
     print(f"\n(finished in {time.perf_counter() - started:.1f} s)")
 
 

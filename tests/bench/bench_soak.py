@@ -8,9 +8,9 @@ statuses (an HTTP 500, as in an incident). Senders keep at most IN_FLIGHT messag
 
 Every SAMPLE_EVERY answered messages it prints the process's RSS, Redis's used memory and key
 count; at the end, answers per message (each must have exactly one), RSS growth after the warm-up
-(the first WARMUP_SHARE of the messages) per thousand messages, and Redis keys without a TTL
+(the first WARMUP_MESSAGES messages) per message, and Redis keys without a TTL
 (everything opsbot keeps for a message must expire). Exit status 1 when a message did not get
-exactly one answer, when RSS grew more than RSS_GROWTH_LIMIT_MB after the warm-up, or when a
+exactly one answer, when RSS grew more than RSS_GROWTH_LIMIT_KB a message after the warm-up, or when a
 key has no TTL.
 """
 
@@ -42,8 +42,8 @@ SENDERS = 8
 IN_FLIGHT = 64
 FLAKY_RATE = 0.01
 SAMPLE_EVERY = 1_000
-WARMUP_SHARE = 0.2
-RSS_GROWTH_LIMIT_MB = 15.0
+WARMUP_MESSAGES = 1_000
+RSS_GROWTH_LIMIT_KB = 2.0  # per message answered after the warm-up
 # How long the senders may take: at least 30 minutes, and 5 messages a second whatever the count.
 ANSWER_TIMEOUT_S = 1800.0
 MIN_RATE = 5.0
@@ -187,23 +187,23 @@ def soak(process: ServeProcess, slack: SlackApi, redis_server: RedisServer, tota
     more = sum(1 for job in expected if per_job.get(job, 0) > 1)
     rss_end = rss_mb(pid)
     samples.append((len(per_job), rss_end))
-    warm = next(((n, rss) for n, rss in samples if n >= total * WARMUP_SHARE), samples[0])
+    warm = next(((n, rss) for n, rss in samples if n >= min(WARMUP_MESSAGES, total)), samples[0])
     growth = rss_end - warm[1]
-    per_thousand = growth / max(1, (len(per_job) - warm[0]) / 1000)
+    per_message_kb = growth * 1024 / max(1, len(per_job) - warm[0])
     untimed = [key for key in client.scan_iter(count=1000) if client.ttl(key) == -1]
     elapsed = time.monotonic() - started
     print(f"\nanswers per message: exactly 1: {once}   never: {never}   more than 1: {more}   (of {total})")
     print(f"throughput: {total / elapsed:.1f} messages/s ({elapsed:.0f} s)")
     print(
         f"RSS: {samples[0][1]:.1f} MB at the first sample, {warm[1]:.1f} MB after warm-up ({warm[0]} answered), "
-        f"{rss_end:.1f} MB at the end: {growth:+.1f} MB, {per_thousand:+.2f} MB per 1,000 messages after warm-up"
+        f"{rss_end:.1f} MB at the end: {growth:+.1f} MB, {per_message_kb:+.2f} KB a message after warm-up"
     )
     print(f"Redis keys without a TTL: {len(untimed)}{' e.g. ' + ', '.join(untimed[:5]) if untimed else ''}")
     failures = []
     if once != total:
         failures.append(f"{total - once} message(s) not answered exactly once")
-    if growth > RSS_GROWTH_LIMIT_MB:
-        failures.append(f"RSS grew {growth:.1f} MB after warm-up (limit {RSS_GROWTH_LIMIT_MB:g} MB)")
+    if per_message_kb > RSS_GROWTH_LIMIT_KB:
+        failures.append(f"RSS grew {per_message_kb:.2f} KB a message after warm-up (limit {RSS_GROWTH_LIMIT_KB:g} KB)")
     if untimed:
         failures.append(f"{len(untimed)} Redis key(s) never expire")
     if slack.errors:

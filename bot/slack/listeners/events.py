@@ -34,8 +34,9 @@ def register(app: App, intake: Intake) -> None:
 def _answer(intake: Intake, event: dict[str, Any], body: dict[str, Any], request: BoltRequest) -> BoltResponse | None:
     """The ack, or, when Redis could not take the event, a 503 so Slack delivers it again (unless
     this was its last try: then the job parked in this process is all there is)."""
-    last_try = _retry_num(request) >= LAST_RETRY
-    if intake.message(event, body, acked_if_parked=last_try):
+    retry = _retry_num(request)
+    last_try = retry >= LAST_RETRY
+    if intake.message(event, body, acked_if_parked=last_try, again=retry > 0):
         metrics.ack("event")
         return None
     if last_try:
