@@ -32,6 +32,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from opsbot.bot.agent.loop import Agent  # noqa: E402
+from opsbot.bot.agent.prompts import SYSTEM_PROMPT  # noqa: E402
 from opsbot.bot.llm import ModelClient  # noqa: E402
 from opsbot.bot.llm.shaping import template_safe  # noqa: E402
 from opsbot.bot.llm.streaming import Assembled  # noqa: E402
@@ -132,31 +133,22 @@ def measure(
     return figures
 
 
-PING_SCHEMA = {
-    "type": "function",
-    "function": {
-        "name": "ping",
-        "description": "Check that one host answers",
-        "parameters": {
-            "type": "object",
-            "properties": {"n": {"type": "integer"}, "host": {"type": "string"}},
-            "required": ["n", "host"],
-        },
-    },
-}
-
-
-def raw_run(openai_client: Any, stream: bool) -> int:
+def raw_run(openai_client: Any, stream: bool, tools: list[dict[str, Any]]) -> int:
     """A minimal hand-written loop on the same openai client: ask, run the calls, ask again until
-    the model answers. No memory, checks, guards, redaction or records. Returns its model calls."""
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "bench: go"}]
+    the model answers. No memory, checks, guards, redaction or records; opsbot's system prompt
+    and tool schemas, so the request's size (which the client and the in-process server pay for)
+    is not what differs. Returns its model calls."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": "bench: go"},
+    ]
     asked = 0
     while True:
         asked += 1
         calls: dict[int, dict[str, str]] = {}
         if stream:
             for chunk in openai_client.chat.completions.create(
-                model="scripted", messages=messages, tools=[PING_SCHEMA], stream=True
+                model="scripted", messages=messages, tools=tools, stream=True
             ):
                 for delta in chunk.choices[0].delta.tool_calls or [] if chunk.choices else []:
                     call = calls.setdefault(delta.index, {"id": "", "name": "", "arguments": ""})
@@ -165,7 +157,7 @@ def raw_run(openai_client: Any, stream: bool) -> int:
                     call["arguments"] += (delta.function and delta.function.arguments) or ""
         else:
             message = (
-                openai_client.chat.completions.create(model="scripted", messages=messages, tools=[PING_SCHEMA])
+                openai_client.chat.completions.create(model="scripted", messages=messages, tools=tools)
                 .choices[0]
                 .message
             )
@@ -205,8 +197,8 @@ def side_by_side(rounds: int = 40) -> dict[str, list[float]]:
 
         runs: dict[str, Callable[[int], int]] = {
             "opsbot": opsbot_once,
-            "raw, streaming": lambda i: raw_run(openai_client, stream=True),
-            "raw, not streaming": lambda i: raw_run(openai_client, stream=False),
+            "raw, streaming": lambda i: raw_run(openai_client, True, agent.schemas),
+            "raw, not streaming": lambda i: raw_run(openai_client, False, agent.schemas),
         }
         for i in range(WARMUP + rounds):
             for name, run in runs.items():
