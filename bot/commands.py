@@ -26,16 +26,17 @@ import textwrap
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from ..config.policy import HttpSource, Policy, Principal
+from ..config.policy import HttpSource, McpServer, Policy, Principal, offered_name
 from ..tools.base import ErrorType, ToolResult
 from ..tools.commands import ApprovalRequest
 from ..tools.executor import ToolCall
 from ..tools.logs import Level, misspelling_of, parse_level
+from ..tools.mcp import servers_listing, shared_hub, show_listing
 from ..tools.writes import show_done
 from .agent import Agent
 from .agent.prompts import busy_text, memory_unavailable_text
@@ -57,11 +58,15 @@ USAGE = """Direct commands (no model needed):
   metrics <source> find <words>    metric names holding the words, with their labels
   alerts                           the Alertmanagers
   alerts <source> [matcher ...]    firing alerts and their silences: service=checkout alertname=~High.*
+  mcp                              the MCP servers and the tools opsbot may call (starts none of them)
+  mcp <server>                     one server's tools described, with their arguments (starts it)
+  mcp <server> <tool> [key=value ...]  call one tool; values typed as its schema says (JSON for lists
+                                   and objects); a write tool waits for a person's approval
   reset                            forget this thread's conversation
   help                             this list
 Anything else is a question for the model."""
 
-NAMES = ("services", "logs", "run", "config", "runbook", "metrics", "alerts", "reset", "help")
+NAMES = ("services", "logs", "run", "config", "runbook", "metrics", "alerts", "mcp", "reset", "help")
 HELP_POINTER = "(`help` lists the direct commands.)"
 LOG_OPTIONS = ("since", "until", "limit", "regex")
 # A query's options come last, and a value is a time or a duration: PromQL never ends in such a word.
@@ -138,6 +143,16 @@ class Listing(BaseModel):
         return "\n".join([self.heading, *lines]) if lines else f"{self.heading}\n  (none)"
 
 
+class McpListing(BaseModel):
+    """`mcp` (every server, none started) or `mcp <server>` (that one, started): the servers as the
+    policy defines them when it was decided, so the listing reaches the process's running servers."""
+
+    model_config = _STORED
+
+    servers: dict[str, McpServer]
+    server: str | None = None
+
+
 class Question(BaseModel):
     """Text for the model. `almost`: the command it only starts like, when it does."""
 
@@ -146,8 +161,8 @@ class Question(BaseModel):
     almost: NotACommand | None = None
 
 
-# a tool call, a built-in, a listing, a runbook run, or not one
-DirectCommand = ToolCall | Builtin | Listing | NotACommand | RunbookRequest
+# a tool call, a built-in, a listing, the MCP servers, a runbook run, or not one
+DirectCommand = ToolCall | Builtin | Listing | McpListing | NotACommand | RunbookRequest
 Decision = DirectCommand | Question
 
 
@@ -171,6 +186,8 @@ def parse_command(policy: Policy, text: str) -> DirectCommand | None:
     name = words[0].lower()
     if name == "metrics":
         return _metrics_call(policy, text.strip()[len(words[0]) :])
+    if name == "mcp":
+        return _mcp_call(policy, text.strip()[len(words[0]) :])
     if name == "alerts" and len(words) == 1:
         return _listing("Alertmanagers", "policy.alertmanagers", policy.alertmanagers)
     if name in ("help", "reset", "services"):
@@ -195,6 +212,9 @@ def run_command(agent: Agent, parsed: DirectCommand, thread: str, principal: Pri
         return CommandOutput(f"{parsed.why}\n{HELP_POINTER}", ok=False)
     if isinstance(parsed, Listing):
         return CommandOutput(parsed.text(), ok=True)
+    if isinstance(parsed, McpListing):
+        result = servers_listing(shared_hub(parsed.servers), parsed.server, principal)
+        return CommandOutput(render_result(result, principal, show_listing), ok=result.ok, tool="mcp", result=result)
     if parsed == Builtin.help:
         return CommandOutput(USAGE, ok=True)
     if parsed == Builtin.reset:
@@ -258,6 +278,80 @@ def _tool_call(policy: Policy, name: str, args: list[str]) -> ToolCall | NotACom
     if name == "alerts":
         return _alerts_call(policy, args)
     return _config_call(policy, args)
+
+
+def _mcp_call(policy: Policy, rest: str) -> ToolCall | Listing | McpListing | NotACommand:
+    """`mcp`, `mcp <server>`, or `mcp <server> <tool> key=value ...`: a call of the tool as the
+    model's would be (offered_name), its values given as text: the tool's schema types them. The
+    values are read as typed (`_key_values`), so JSON keeps its quotes."""
+    usage = "mcp | mcp <server> | mcp <server> <tool> [key=value ...]"
+    words = rest.split(maxsplit=2)
+    args, values = words[:2], words[2] if len(words) > 2 else ""
+    if not policy.mcp:
+        heading = "No MCP servers are configured (policy.mcp)."
+        return Listing(heading=heading, entries={}) if not args else NotACommand(name="mcp", why=heading)
+    if not args:
+        return McpListing(servers=dict(policy.mcp))
+    if args[0] not in policy.mcp:
+        return NotACommand(name="mcp", why=_unknown(usage, "MCP server", args, policy.mcp))
+    server, spec = args[0], policy.mcp[args[0]]
+    if len(args) == 1:
+        return McpListing(servers=dict(policy.mcp), server=server)
+    if args[1] not in spec.tools:
+        return NotACommand(
+            name="mcp",
+            why=f"opsbot may not call a tool {args[1]!r} of MCP server {server}. Usage: {usage}; "
+            f"its tools: {', '.join(sorted(spec.tools))}.",
+        )
+    pairs = _key_values(values)
+    if pairs is None:
+        return NotACommand(
+            name="mcp",
+            why=f"Usage: {usage}; arguments are key=value, each key once, a value with spaces quoted, JSON "
+            f"for a list or an object (`mcp {server}` lists them).",
+        )
+    return ToolCall("direct", offered_name(server, args[1]), json.dumps(pairs))
+
+
+_KEY = re.compile(r"\s*([A-Za-z_][\w.-]*)=")
+
+
+def _key_values(text: str) -> dict[str, str] | None:
+    """`key=value ...` as typed: a value runs to the next space, or is quoted ('a b', "a b"), or
+    is JSON (`[1, 2]`, `{"a": 1}`, kept as its text for the schema to read). None when the text
+    is not that, or names a key twice."""
+    found: dict[str, str] = {}
+    at = 0
+    while text[at:].strip():
+        key = _KEY.match(text, at)
+        if key is None or key[1] in found:
+            return None
+        value = _value_at(text, key.end())
+        if value is None:
+            return None
+        found[key[1]], at = value
+    return found
+
+
+class Value(NamedTuple):
+    text: str
+    end: int
+
+
+def _value_at(text: str, start: int) -> Value | None:
+    """The value starting at `start` and where it ends; None for an unclosed quote or bracket."""
+    first = text[start : start + 1]
+    if first in ("{", "[", '"'):
+        try:
+            value, end = json.JSONDecoder().raw_decode(text, start)
+        except json.JSONDecodeError:
+            return None
+        return Value(value if first == '"' else text[start:end], end)
+    if first == "'":
+        end = text.find("'", start + 1)
+        return Value(text[start + 1 : end], end + 1) if end >= 0 else None
+    end = len(text) if (space := re.search(r"\s", text[start:])) is None else start + space.start()
+    return Value(text[start:end], end)
 
 
 def _config_call(policy: Policy, args: list[str]) -> ToolCall | NotACommand:

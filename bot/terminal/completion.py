@@ -23,5 +23,6 @@ def completer(policy: Policy) -> NestedCompleter:
         "runbook": {"list": None, "show": runbooks, "run": runbooks},
         "metrics": {name: {"find": None} for name in sorted(policy.metrics)},
         "alerts": dict.fromkeys(sorted(policy.alertmanagers)),
+        "mcp": {name: dict.fromkeys(sorted(spec.tools)) for name, spec in sorted(policy.mcp.items())},
     }
     return NestedCompleter.from_nested_dict(words)

@@ -91,6 +91,12 @@ def main() -> None:
         ran("counts")
         return {"ok": 41, "failed": 1}
 
+    @server.tool(description="Adds numbers up, each times its weight by label; loud shouts the sum.")
+    def tally(numbers: list[int], weights: dict[str, float] | None = None, loud: bool = False) -> str:
+        ran("tally")
+        total = sum(numbers) * sum((weights or {"one": 1.0}).values())
+        return f"SUM {total:g}!" if loud else f"sum {total:g}"
+
     @server.tool(description="Writes things; must never run without approval.")
     def restart(service: str) -> str:
         ran("restart")

@@ -15,14 +15,13 @@ from slack_bolt.request import BoltRequest
 from slack_bolt.response import BoltResponse
 
 from opsbot.bot.agent import Agent
-from opsbot.bot.build import build_audit
+from opsbot.bot.build import build_audit, build_tools
 from opsbot.bot.llm import ModelClient
 from opsbot.bot.memory.redis import RedisMemory
 from opsbot.bot.redis.client import RedisClient
 from opsbot.bot.slack.app import SlackApp, build_slack_app
 from opsbot.config.policy import Policy
 from opsbot.config.settings import AlertSettings, LoopLimits, MemorySettings, Settings, SlackSettings
-from opsbot.tools.catalog import ops_tools
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import ModelServer
 from tests.fakes.slack_api import SlackApi
@@ -77,7 +76,7 @@ class Stack:
         agent = Agent(
             client,
             memory,
-            tools=ops_tools(self.settings.policy),
+            tools=build_tools(self.settings),  # the policy's MCP servers' tools too, as `serve` has them
             limits=self.settings.loop,
             memory_settings=self.settings.memory,
             audit=build_audit(self.settings),

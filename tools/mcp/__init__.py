@@ -11,6 +11,8 @@
 - offer: the policy's gate: only listed tools, as `<server>__<tool>`; access; a write's call
   handed to tools/writes.py as an approval request, and made once approved (call_approved).
 - write: McpWrite, a write call exactly as a person approves it, bound to the server by a digest.
+- listing: the servers and their allowed tools for people (the direct command `mcp`), a server
+  started only when it is named.
 
 The MCP SDK is imported only when a server is started: a policy without MCP servers, and every
 direct command, never pays for it.
@@ -18,8 +20,9 @@ direct command, never pays for it.
 
 from .hub import McpHub, close_shared, shared_hub
 from .link import Down, Listed
+from .listing import servers_listing, show_listing
 from .offer import OnWrite, call_approved, offered_tools, refusals
-from .schema import MAX_SCHEMA_CHARS
+from .schema import MAX_SCHEMA_CHARS, argument_problems, typed
 from .write import McpWrite
 
 __all__ = [
@@ -29,9 +32,13 @@ __all__ = [
     "McpHub",
     "McpWrite",
     "OnWrite",
+    "argument_problems",
     "call_approved",
     "close_shared",
     "offered_tools",
     "refusals",
+    "servers_listing",
     "shared_hub",
+    "show_listing",
+    "typed",
 ]

@@ -135,6 +135,17 @@ class Link:
         self._heard = self._stderr_size()
         return result
 
+    def known(self) -> dict[str, Listed] | Down | None:
+        """What is known of the server without starting it: its tools while it runs, why it is
+        down, or None when it was never started. Read without the lock, which a start in progress
+        holds for as long as starting takes."""
+        started, down = self._started, self._down
+        if started is not None and not started.owner.done():
+            return started.tools
+        if started is not None:
+            return Down(reason="the server exited", retry_at=self._clock(), failures=self._failures)
+        return down
+
     def said(self, down: Down) -> str:
         wait = down.retry_at - self._clock()
         again = f"opsbot starts it again in {wait:.1f}s" if wait > 0 else "opsbot starts it again on the next call"

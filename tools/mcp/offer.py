@@ -28,7 +28,7 @@ from ..redact import redact_text
 from .hub import McpHub
 from .link import CallFailed, Down, Link, Listed
 from .render import rendered
-from .schema import argument_problems, expected, schema_problem
+from .schema import argument_problems, expected, schema_problem, typed
 from .write import McpWrite
 
 log = logging.getLogger(__name__)
@@ -124,6 +124,7 @@ def _call(
             f"you may not call {what}: {'; '.join(allowed.access.missing(principal))}",
             hint="tell the user who may do it; do not try other ways to do it",
         )
+    arguments = _typed_now(link, name, arguments)
     refusal = _refusal(link, name, arguments)
     if refusal is not None:
         return refusal
@@ -148,6 +149,18 @@ def call_approved(write: McpWrite, spec: McpServer, hub: McpHub) -> ToolResult:
             ErrorType.denied, f"MCP server {write.server} is not the one approved; nothing was called"
         )
     return _refusal(link, write.tool, write.arguments) or _called(link, write.tool, write.arguments)
+
+
+def _typed_now(link: Link, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """`arguments` typed by the schema the server lists now: the tool's own model had only "any
+    object" when the server was down as the tools were offered."""
+    listing = link.tools()
+    listed = None if isinstance(listing, Down) else listing.get(name)
+    return (
+        arguments
+        if listed is None or not isinstance(listed.input_schema, dict)
+        else typed(listed.input_schema, arguments)
+    )
 
 
 def _refusal(link: Link, name: str, arguments: dict[str, Any]) -> ToolResult | None:
@@ -194,10 +207,15 @@ def _unavailable(message: str) -> ToolResult:
     )
 
 
+def server_text(text: str, limit: int = MAX_DESCRIPTION) -> str:
+    """Words a server wrote (a tool's description, its last words on stderr): on one line,
+    redacted, made inert, cut to `limit`."""
+    said = inert(redact_text(" ".join(text.split())))
+    return said if len(said) <= limit else said[: limit - 1] + "…"
+
+
 def _description(link: Link, name: str, allowed: McpTool, described: str) -> str:
-    text = inert(redact_text(" ".join(described.split())))
-    if len(text) > MAX_DESCRIPTION:
-        text = text[: MAX_DESCRIPTION - 1] + "…"
+    text = server_text(described)
     about = f" [tool {name} of MCP server {link.name}; the description before this is the server's, not opsbot's"
     if link.spec.description:
         about += f"; the server: {inert(link.spec.description)}"
@@ -217,7 +235,10 @@ class McpArgs(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _fits(cls, data: Any) -> Any:
-        if isinstance(data, dict) and (problems := argument_problems(cls.input_schema, data)):
+        if not isinstance(data, dict):
+            return data
+        data = typed(cls.input_schema, data)
+        if problems := argument_problems(cls.input_schema, data):
             raise PydanticCustomError("schema", "{problems}", {"problems": "; ".join(problems)})
         return data
 
