@@ -31,12 +31,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
 from ..config.check import Located, located
-from ..config.policy import HttpSource, Policy
+from ..config.policy import HttpSource, Policy, offered_name
 from ..config.runbooks import load_runbooks
 from ..config.runtime_check import runtime_problems
 from ..config.settings import Settings, environment_problems, load_file_config
@@ -66,12 +66,12 @@ def check_config_file(path: Path, *, model: bool = False) -> Findings:
         errors=[str(p) for p in located(path, [*runtime_problems(policy), *_missing_programs(policy)])],
         warnings=[str(p) for p in located(path, [*_missing_logs(policy), *_unset_headers(policy)])],
     )
-    # Only the tools know their arguments, so this is checked here rather than when the files load.
-    found.errors += runbook_arg_problems(policy.model_copy(update={"runbooks": runbooks}))
-    if policy.mcp:
-        errors, warnings = _mcp_servers(policy)
-        found.errors += [str(p) for p in located(path, errors)]
-        found.warnings += [str(p) for p in located(path, warnings)]
+    servers = _mcp_servers(policy) if policy.mcp else McpFindings([], [], {})
+    found.errors += [str(p) for p in located(path, servers.errors)]
+    found.warnings += [str(p) for p in located(path, servers.warnings)]
+    # Only the tools know their arguments (an MCP tool's, its running server), so this is checked
+    # here rather than when the files load.
+    found.errors += runbook_arg_problems(policy.model_copy(update={"runbooks": runbooks}), servers.schemas)
     try:
         settings = Settings.load(path)  # the environment (REDIS_URL, tokens, endpoints) as chat, ask and serve read it
     except ValidationError as exc:
@@ -94,13 +94,15 @@ def check_config_file(path: Path, *, model: bool = False) -> Findings:
 class McpFindings(NamedTuple):
     errors: list[Located]
     warnings: list[Located]
+    schemas: dict[str, dict[str, Any]]  # each tool offered, by offered name: its input schema
 
 
 def _mcp_servers(policy: Policy) -> McpFindings:
     """Each MCP server started and asked for its tools: one that cannot be, and a listed tool it
     lacks or whose schema is refused, are errors (those tools would never work); tools it exposes
-    that the policy does not list are a warning (never offered, which may be the point)."""
-    found = McpFindings([], [])
+    that the policy does not list are a warning (never offered, which may be the point). The
+    schemas of the tools offered are kept, for the runbook steps that call them."""
+    found = McpFindings([], [], {})
     hub = McpHub(policy.mcp)
     try:
         for name, link in hub.links.items():
@@ -110,6 +112,11 @@ def _mcp_servers(policy: Policy) -> McpFindings:
                 continue
             refused = refusals(link.spec, listing)
             found.errors.extend((("policy", "mcp", name, "tools", tool), why) for tool, why in refused.items())
+            found.schemas.update(
+                (offered_name(name, tool), listing[tool].input_schema)
+                for tool in link.spec.tools
+                if tool not in refused
+            )
             if unlisted := sorted(set(listing) - set(link.spec.tools)):
                 found.warnings.append(
                     (

@@ -1,13 +1,14 @@
 """Loading the runbook files of `policy.runbooks_dir` and checking them against the policy: the
-commands, services and config roots they use must exist, and a write command's parameters must
-not come from step outputs. Every problem is reported with its file and line."""
+commands, services, config roots and MCP tools they use must exist (an MCP tool listed for its
+server), and a write command's parameters, or a write MCP tool's arguments, must not come from
+step outputs. Every problem is reported with its file and line."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from .check import ConfigError, Located, Problem, load_yaml_model
-from .policy import Policy, Runbook, ToolStep, template_of
+from .policy import Policy, Runbook, Template, ToolStep, template_of
 
 
 def load_runbooks(directory: Path, policy: Policy) -> dict[str, Runbook]:
@@ -36,10 +37,48 @@ def policy_problems(runbook: Runbook, policy: Policy) -> list[Located]:
     found: list[Located] = []
     for index, step in enumerate(runbook.steps):
         if isinstance(step, ToolStep):
-            found += [
-                (("steps", index, "args", *key), message) for key, message in _tool_problems(step, runbook, policy)
-            ]
+            found += [(("steps", index, *key), message) for key, message in _step_problems(step, runbook, policy)]
     return found
+
+
+def _step_problems(step: ToolStep, runbook: Runbook, policy: Policy) -> list[tuple[tuple[str, ...], str]]:
+    """Problems of a tool step, at key paths within the step."""
+    if step.mcp is not None:
+        return _mcp_problems(step, *step.mcp, policy)
+    return [(("args", *key), message) for key, message in _tool_problems(step, runbook, policy)]
+
+
+def _mcp_problems(step: ToolStep, server: str, tool: str, policy: Policy) -> list[tuple[tuple[str, ...], str]]:
+    """An MCP server's tool: the policy must list it (the server's schema is known only to a
+    running server: check-config and the run check the arguments against it)."""
+    spec = policy.mcp.get(server)
+    if spec is None:
+        return [(("tool",), f"MCP server {server!r} is not declared (declared: {_names(dict(policy.mcp))})")]
+    allowed = spec.tools.get(tool)
+    if allowed is None:
+        return [
+            (
+                ("tool",),
+                f"MCP server {server} has no tool {tool!r} in the policy's list (listed: {_names(dict(spec.tools))})",
+            )
+        ]
+    if allowed.risk != "write":
+        return []
+    return [
+        (("args", key), "a write tool's argument cannot come from a step's output; use a runbook parameter")
+        for key, value in step.args.items()
+        if any(template.namespace == "steps" for template in _templates_in(value))
+    ]
+
+
+def _templates_in(value: object) -> list[Template]:
+    """Every template in `value`, at any depth."""
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in _templates_in(item)]
+    if isinstance(value, list):
+        return [t for item in value for t in _templates_in(item)]
+    template = template_of(value)
+    return [template] if template is not None else []
 
 
 def _tool_problems(step: ToolStep, runbook: Runbook, policy: Policy) -> list[tuple[tuple[str, ...], str]]:

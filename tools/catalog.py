@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
@@ -13,6 +14,7 @@ from .base import Tool
 from .commands import run_command_tool
 from .configs import read_config_tool
 from .logs import query_logs_tool
+from .mcp import argument_problems, typed
 from .metrics import find_metrics_tool, query_metrics_tool
 from .runbooks import list_runbooks_tool, read_runbook_tool
 from .services import list_services_tool
@@ -34,21 +36,30 @@ def ops_tools(policy: Policy) -> list[Tool[Any]]:
     ]
 
 
-def runbook_arg_problems(policy: Policy) -> list[str]:
+def runbook_arg_problems(policy: Policy, mcp_schemas: Mapping[str, dict[str, Any]] | None = None) -> list[str]:
     """Every tool step's literal arguments that its tool's argument model would refuse, one line each.
 
     Loading a runbook checks it against the policy only (config/ may not import tools/), so a
     misspelt key or a wrongly typed literal would otherwise load cleanly and fail only when an
     alert runs the step. Templated values are left out: what fills them is known only at run time,
     and a run_command parameter filled by one is checked by that command's own parameter types then.
+
+    An MCP tool's arguments are checked against its server's input schema, by offered name in
+    `mcp_schemas`, when the caller has the servers' listings (check-config starts them); otherwise
+    only when the step runs (that the policy lists the tool is checked as the runbook loads).
     """
     models = {tool.name: tool.args_model for tool in ops_tools(policy)}
+    schemas = mcp_schemas or {}
     problems: list[str] = []
     for name in sorted(policy.runbooks):
         for step in policy.runbooks[name].steps:
             if not isinstance(step, ToolStep):
                 continue
             where = f"runbook {name}, step {step.id}"
+            if step.mcp is not None:
+                schema = schemas.get(step.tool)
+                problems += [f"{where}: args: {problem}" for problem in _schema_problems(schema, step.args)]
+                continue
             model = models.get(step.tool)
             if model is None:
                 problems.append(f"{where}: tool {step.tool!r} is not available")
@@ -66,6 +77,16 @@ def _arg_problems(model: type[BaseModel], args: dict[str, Any]) -> list[str]:
         errors = [e for e in exc.errors() if not (e["type"] == "missing" and tuple(e["loc"]) in templated)]
         return [f"{'.'.join(('args', *(str(part) for part in w.path)))}: {w.message}" for w in worded(model, errors)]
     return []
+
+
+def _schema_problems(schema: dict[str, Any] | None, args: dict[str, Any]) -> list[str]:
+    """A step's literal arguments against an MCP tool's input schema (typed as a run types them);
+    a templated argument's absence is no problem."""
+    if schema is None:
+        return []
+    literal, templated = _without_templates(args, ())
+    unfilled = frozenset(str(loc[0]) for loc in templated if len(loc) == 1)
+    return argument_problems(schema, typed(schema, literal), unfilled=unfilled)
 
 
 class Literals(NamedTuple):

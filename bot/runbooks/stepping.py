@@ -1,9 +1,10 @@
 """A run's steps, run one after another until the run ends or waits for a person.
 
 Tool steps go through the engine's one traced executor with the step's own timeout and retries,
-and are audited as the loop's calls are (bot/telemetry/calls.py). A `risk: write` command is
-never run here: run_command answers `needs_approval`, and the step waits for the approvals
-service (bot/approvals) to ask, as an approval step does.
+and are audited as the loop's calls are (bot/telemetry/calls.py). A `risk: write` command, or
+an MCP server's `risk: write` tool (`<server>__<tool>`), is never run here: its tool answers
+`needs_approval`, and the step waits for the approvals service (bot/approvals) to ask, as an
+approval step does.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ triggers:                        # alerts that start it; labels must all be equa
     channel: C0123ABCD           # Slack channel for the alert thread (default: alerts.channel)
 steps:
   - id: errors
-    tool: query_logs             # query_logs, run_command, read_config or list_services
+    tool: query_logs             # query_logs, run_command, read_config, list_services, or <server>__<tool>
     args: {service: "{params.service}", level: ERROR, since: "{params.since}", limit: 20}
     timeout_s: 30
     retries: 1                   # for timeouts and unavailable tools
@@ -28,6 +28,9 @@ steps:
   - id: restart
     tool: run_command
     args: {command: restart, params: {service: "{params.service}"}}
+  - id: recent-deploys
+    tool: git__git_log           # an MCP server's tool the policy lists (policy.mcp.git.tools.git_log)
+    args: {repo_path: /srv/deploy, max_count: 5}   # checked against the server's input schema
   - id: explain
     explain: Summarise what the steps found and what to check next.
 ```
@@ -45,6 +48,11 @@ The rules, checked when the policy loads (`opsbot check-config` shows them with 
   enum's, its default). Runbooks written inside the policy file are checked by check-config.
 - A `risk: write` command always waits for a person's approval before it runs (the command's own
   approvers), whether or not an `approval` step precedes it.
+- An MCP tool step names a tool the policy lists for that server (`policy.mcp.<server>.tools`); a
+  `risk: write` tool waits for approval like a write command, and its arguments never come from a
+  step's output. Its arguments are checked against the server's input schema by check-config
+  (which starts the servers) and again when the step runs; a parameter's text fills an integer,
+  boolean, list or object argument as the schema types it (`"3"` -> 3).
 - Conditions are declarative (`op`: eq, ne, gt, ge, lt, le, contains, empty, not_empty) on a
   step's `status` (ok, error, skipped), `error` (its error type) or `data.KEY...`; nothing is
   evaluated as code.
@@ -55,11 +63,12 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import Discriminator, Field, StringConstraints, Tag, ValidationError, model_validator
+from pydantic import Discriminator, Field, StringConstraints, Tag, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from .base import Access, Name, Strict
 from .commands import Parameter, check_values
+from .mcp import SEPARATOR
 
 StepId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")]
 END = "end"
@@ -83,13 +92,32 @@ def template_of(value: object) -> Template | None:
     return None
 
 
+class McpStep(NamedTuple):
+    server: str
+    tool: str
+
+
 class ToolStep(Strict):
     id: StepId
-    tool: Literal["query_logs", "run_command", "read_config", "list_services"]
+    tool: str = Field(description=f"{', '.join(TOOLS)}, or an MCP server's tool as <server>{SEPARATOR}<tool>")
     args: dict[str, Any] = Field(default_factory=dict)
     timeout_s: float = Field(default=30.0, gt=0, le=600)
     retries: int = Field(default=0, ge=0, le=5)
     on_failure: str = Field(default="abort", description="abort, continue, or a step id")
+
+    @field_validator("tool")
+    @classmethod
+    def _a_tool(cls, value: str) -> str:
+        server, _, tool = value.partition(SEPARATOR)
+        if value not in TOOLS and not (server and tool):
+            raise ValueError(f"a tool step calls {', '.join(TOOLS)}, or an MCP server's tool as <server>__<tool>")
+        return value
+
+    @property
+    def mcp(self) -> McpStep | None:
+        """The server and its tool, when the step calls an MCP server's tool."""
+        server, _, tool = self.tool.partition(SEPARATOR)
+        return McpStep(server, tool) if self.tool not in TOOLS and server and tool else None
 
     def templates(self) -> list[tuple[str, str]]:
         return [t for value in _values(self.args) if (t := template_of(value)) is not None]
