@@ -8,7 +8,7 @@ from ..config.policy import Principal
 from ..config.settings import FallbackModel, Settings
 from ..tools.base import Registry, ToolResult
 from ..tools.catalog import ops_tools
-from ..tools.mcp import McpWrite, offered_tools, shared_hub
+from ..tools.mcp import LaterTools, McpWrite, shared_hub
 from ..tools.writes import mcp_needs_approval
 from .agent import Agent
 from .llm import Fallbacks, Model, ModelClient, Protocol
@@ -75,8 +75,9 @@ def build_audit(settings: Settings) -> Audit:
 
 def build_tools(settings: Settings) -> Registry:
     """The ops tools, and the tools of the policy's MCP servers: those are listed by the servers
-    when the model is first told its tools, so a direct command starts none of them (a server
-    with `start: at_startup` starts now, in the background)."""
+    when the model is first told its tools, or one server's when one of its tools is called by
+    name (a direct command, a runbook step), so no other direct command starts any of them (a
+    server with `start: at_startup` starts now, in the background)."""
     policy = settings.policy
     if not policy.mcp:
         return Registry(ops_tools(policy))
@@ -86,7 +87,7 @@ def build_tools(settings: Settings) -> Registry:
     def asked(write: McpWrite, principal: Principal | None) -> ToolResult:
         return mcp_needs_approval(policy, write, principal)
 
-    return Registry(ops_tools(policy), later=lambda: offered_tools(policy, hub, on_write=asked))
+    return Registry(ops_tools(policy), later=LaterTools(policy, hub, on_write=asked))
 
 
 def build_agent(settings: Settings) -> Agent:

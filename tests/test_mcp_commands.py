@@ -140,6 +140,17 @@ def test_a_read_tool_is_called_with_values_typed_by_its_schema(rig: Rig) -> None
     assert ran(rig.marker) == ["echo", "tally"]
 
 
+def test_calling_one_servers_tool_starts_that_server_alone(tmp_path: Path) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    servers = {name: fake_spec(d / "ran.txt", d / "started.txt") for name, d in (("one", first), ("two", second))}
+    config = write_config(tmp_path, servers)
+    done = CliRunner().invoke(main, ["--config", str(config), "ask", "mcp two echo text=hi"], env=NO_MODEL)
+    assert (done.exit_code, done.output) == (0, "hi\n")
+    assert ran(second / "ran.txt") == ["echo"] and not (first / "started.txt").exists()
+
+
 @pytest.mark.parametrize(
     ("typed", "said"),
     [

@@ -120,23 +120,33 @@ def test_registry_lists_names_and_schemas_sorted() -> None:
 
 
 def test_tools_given_later_are_made_only_when_the_whole_set_or_a_name_the_others_lack_is_asked_for() -> None:
-    """An MCP server's tools come later: a direct command by a known name must not start it."""
+    """An MCP server's tools come later: a direct command by a known name must not start it, and
+    one by a later tool's name asks for that name (one server's tools), the rest when all are needed."""
 
     def zeta() -> str:
         """Z."""
         return ""
 
-    made: list[str] = []
+    def omega() -> str:
+        """O."""
+        return ""
 
-    def later() -> list[Tool[Any]]:
-        made.append("listed")
-        return [from_function(zeta)]
+    asked: list[str | None] = []
 
+    def later(name: str | None) -> list[Tool[Any]]:
+        given = [tool for tool in (zeta, omega) if tool.__name__ not in made and name in (None, tool.__name__)]
+        asked.append(name)
+        made.update(tool.__name__ for tool in given)
+        return [from_function(tool) for tool in given]
+
+    made: set[str] = set()
     registry = Registry([disk_free], later=later)
-    assert registry.get("disk_free") is not None and made == []
-    assert registry.get("zeta") is not None and made == ["listed"]
-    assert registry.names == ["disk_free", "zeta"] and len(registry) == 2 and made == ["listed"]
-    assert Registry([disk_free], later=later).names == ["disk_free", "zeta"] and made == ["listed", "listed"]
+    assert registry.get("disk_free") is not None and asked == []
+    assert registry.get("zeta") is not None and asked == ["zeta"] and made == {"zeta"}
+    assert registry.names == ["disk_free", "omega", "zeta"] and len(registry) == 3 and asked == ["zeta", None]
+    assert registry.get("nosuch") is None and asked == ["zeta", None], "the whole set is known: nothing more to ask"
+    made.clear()
+    assert Registry([disk_free], later=later).names == ["disk_free", "omega", "zeta"] and asked[-1] is None
 
 
 # ================================================================ tools/base.py: ToolResult.capped

@@ -227,28 +227,33 @@ def _parameter_hints(func: Callable[..., Any]) -> dict[str, Any]:
     return typing.get_type_hints(probe, globalns=probe.__globals__)
 
 
+# Tools known only once asked for: given the name looked up (None: the whole set), the tools not
+# given before that it may need; each tool is given once.
+Later = Callable[[str | None], Iterable["Tool[Any]"]]
+
+
 class Registry:
     """The tools one agent may call, by name. `later` gives tools known only once asked for (an
-    MCP server's, as the server lists them): called the first time the whole set is needed, or a
-    name the others lack is looked up, so a direct command by a known name never calls it."""
+    MCP server's, as the server lists them): asked when a name the others lack is looked up (for
+    that name: one server's tools), and once for the rest when the whole set is needed, so a
+    direct command by a known name never calls it."""
 
-    def __init__(
-        self,
-        tools: Iterable[Tool[Any] | Callable[..., Any]] = (),
-        later: Callable[[], Iterable[Tool[Any]]] | None = None,
-    ) -> None:
+    def __init__(self, tools: Iterable[Tool[Any] | Callable[..., Any]] = (), later: Later | None = None) -> None:
         self._tools: dict[str, Tool[Any]] = {}
         for item in tools:
             self.add(item)
         self._later = later
         self._lock = threading.Lock()
 
-    def _complete(self) -> None:
+    def _complete(self, name: str | None = None) -> None:
         with self._lock:
-            later, self._later = self._later, None
-            if later is not None:
-                for item in later():
-                    self.add(item)
+            later = self._later
+            if later is None:
+                return
+            if name is None:
+                self._later = None
+            for item in later(name):
+                self.add(item)
 
     def add(self, item: Tool[Any] | Callable[..., Any]) -> Tool[Any]:
         entry = item if isinstance(item, Tool) else from_function(item)
@@ -259,7 +264,7 @@ class Registry:
 
     def get(self, name: str) -> Tool[Any] | None:
         if name not in self._tools:
-            self._complete()
+            self._complete(name)
         return self._tools.get(name)
 
     @property

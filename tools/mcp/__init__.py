@@ -21,11 +21,12 @@ direct command, never pays for it.
 from .hub import McpHub, close_shared, shared_hub
 from .link import Down, Listed
 from .listing import servers_listing, show_listing
-from .offer import OnWrite, call_approved, offered_tools, refusals
+from .offer import LaterTools, OnWrite, call_approved, offered_tools, refusals
 from .schema import MAX_SCHEMA_CHARS, argument_problems, typed
 from .write import McpWrite
 
 __all__ = [
+    "LaterTools",
     "MAX_SCHEMA_CHARS",
     "Down",
     "Listed",

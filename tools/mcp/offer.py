@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
@@ -42,15 +42,19 @@ ANY_OBJECT: dict[str, Any] = {"type": "object"}
 START_GRACE_S = 2.0
 
 
-def offered_tools(policy: Policy, hub: McpHub, on_write: OnWrite | None = None) -> list[Tool[McpArgs]]:
-    """The tools the model may call, from every server the policy names (started at once, each
-    on its own thread, so the slowest decides the wait). A write tool's call is handed to
-    `on_write` (tools/writes.py: an approval request); without it, it is refused and not run."""
-    with ThreadPoolExecutor(max_workers=max(1, len(hub.links)), thread_name_prefix="mcp-list") as pool:
-        listings = dict(zip(hub.links, pool.map(lambda link: link.tools(), hub.links.values()), strict=True))
+def offered_tools(
+    policy: Policy, hub: McpHub, on_write: OnWrite | None = None, servers: Iterable[str] | None = None
+) -> list[Tool[McpArgs]]:
+    """The tools the model may call, from every server the policy names, or those of `servers`
+    (started at once, each on its own thread, so the slowest decides the wait). A write tool's call
+    is handed to `on_write` (tools/writes.py: an approval request); without it, it is refused and
+    not run."""
+    links = {name: hub.links[name] for name in (policy.mcp if servers is None else servers)}
+    with ThreadPoolExecutor(max_workers=max(1, len(links)), thread_name_prefix="mcp-list") as pool:
+        listings = dict(zip(links, pool.map(lambda link: link.tools(), links.values()), strict=True))
     tools: list[Tool[McpArgs]] = []
-    for server, spec in policy.mcp.items():
-        listing = listings[server]
+    for server, listing in listings.items():
+        spec = policy.mcp[server]
         if isinstance(listing, Down):
             log.warning("%s; its tools answer unavailable until it runs", hub.links[server].said(listing))
         for name, allowed in spec.tools.items():
@@ -58,6 +62,23 @@ def offered_tools(policy: Policy, hub: McpHub, on_write: OnWrite | None = None) 
             if tool is not None:
                 tools.append(tool)
     return tools
+
+
+class LaterTools:
+    """A registry's MCP tools (tools/base.py `Later`), made a server at a time: looking up
+    `<server>__<tool>` lists that server alone, so a direct command or a runbook step waits for
+    no other server; the whole set lists the servers not listed yet, all at once."""
+
+    def __init__(self, policy: Policy, hub: McpHub, on_write: OnWrite | None = None) -> None:
+        self.policy, self.hub, self.on_write = policy, hub, on_write
+        self.left = list(policy.mcp)
+
+    def __call__(self, name: str | None) -> list[Tool[Any]]:
+        wanted = [server for server in self.left if name is None or name.startswith(offered_name(server, ""))]
+        if not wanted:
+            return []
+        self.left = [server for server in self.left if server not in wanted]
+        return list(offered_tools(self.policy, self.hub, self.on_write, servers=wanted))
 
 
 def refusals(spec: McpServer, listing: dict[str, Listed]) -> dict[str, str]:
