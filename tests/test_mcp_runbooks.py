@@ -25,7 +25,11 @@ from opsbot.config.runbooks import load_runbooks
 from opsbot.config.settings import Settings
 from opsbot.tools.executor import Executor, RetryPolicy
 from opsbot.tools.mcp import close_shared
+from tests.fakes.slack_api import SlackApi
+from tests.fakes.slack_stack import Stacks, stack_settings
 from tests.test_runbook_engine import ALICE, BOB, CAROL, NotDecided, Recorder, click
+from tests.test_slack_runbooks import approval_of, run_ended, thread_texts, wait
+from tests.test_slack_runbooks import click as slack_click
 
 FAKE = Path(__file__).parent / "fakes" / "mcp_server.py"
 TOOLS = {"echo": {"risk": "read"}, "restart": {"risk": "write", "approvers": {"groups": ["S0ONCALL"]}}}
@@ -152,3 +156,35 @@ def test_check_config_checks_a_steps_literal_arguments_against_the_servers_schem
     assert "runbook typed, step missing: args: 'text' is a required property" in done.output
     assert "step fine" not in done.output, "a templated argument is filled when the run starts"
     assert ran(marker) == [], "checking calls nothing"
+
+
+def test_ops_runbook_run_in_slack_calls_the_read_tool_and_the_write_once_approved(
+    redis_server,  # noqa: ANN001 - fixtures
+    sample: Settings,
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "ran.txt"
+    tools = {**TOOLS, "restart": {"risk": "write", "approvers": {"users": ["U2"]}}}
+    runbook = Runbook.model_validate(LOOK_AND_RESTART)
+    policy = sample.policy.model_copy(
+        update={"mcp": {"fake": fake(marker, tools)}, "runbooks": {**sample.policy.runbooks, runbook.id: runbook}}
+    )
+    redis_server.flush()
+    stacks = Stacks()
+    slack = SlackApi()
+    stack = stacks.start(slack, stack_settings(slack, redis_server.url, policy, None), None)
+    try:
+        stack.command("runbook run look-and-restart service=cache times=2", key="run", channel="CALERTS")
+        wait(stack, lambda: stack.slack.responses("run"))
+        root = stack.slack.messages("CALERTS")[0]
+        request = approval_of(stack, "CALERTS", root["ts"])
+        assert "fake__restart" in json.dumps(request["blocks"]) and ran(marker) == ["echo"]
+        assert any("cache cache" in t for t in thread_texts(stack, "CALERTS", root["ts"]))
+        slack_click(stack, request, approve=True, user="U2")
+        slack_click(stack, request, approve=True, user="U2")  # a double click
+        wait(stack, lambda: run_ended(stack, "CALERTS", root["ts"]), timeout=30)
+        assert stack.idle()
+        assert ran(marker) == ["echo", "restart"], "the write was called once, after the approval"
+        assert any("restarted cache" in t for t in thread_texts(stack, "CALERTS", root["ts"]))
+    finally:
+        stacks.close()
