@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from ..config.policy import HttpSource, McpServer, Policy, Principal, offered_name
+from ..config.policy import HttpSource, McpServer, Policy, Principal, offered_name, server_of
 from ..tools.base import ErrorType, ToolResult
 from ..tools.commands import ApprovalRequest
 from ..tools.executor import ToolCall
@@ -220,10 +220,15 @@ def run_command(agent: Agent, parsed: DirectCommand, thread: str, principal: Pri
     if parsed == Builtin.reset:
         return _reset(agent, thread)
     assert isinstance(parsed, ToolCall)
-    result = agent.executor.run_one(parsed, principal).result
     tool = agent.executor.registry.get(parsed.name)
-    show = tool.show if tool is not None else None
-    return CommandOutput(render_result(result, principal, show), ok=result.ok, tool=parsed.name, result=result)
+    if tool is None:
+        # Only an MCP server's tool can be missing (its server lacks it, or its schema was refused):
+        # said here, as the executor's hint (every tool's name) would start every other server.
+        return CommandOutput(
+            f"✗ {parsed.name} is not offered; `mcp {server_of(parsed.name)}` says why.", ok=False, tool=parsed.name
+        )
+    result = agent.executor.run_one(parsed, principal).result
+    return CommandOutput(render_result(result, principal, tool.show), ok=result.ok, tool=parsed.name, result=result)
 
 
 def _reset(agent: Agent, thread: str) -> CommandOutput:

@@ -178,8 +178,9 @@ def test_a_wrong_key_or_type_is_refused_naming_what_is_allowed_and_nothing_is_se
         ("mcp fake echo text=a text=b", "each key once"),
         ('mcp fake echo text="unclosed', "a value with spaces quoted"),
         ("mcp fake crash", "denied: you may not call fake__crash: user"),
+        ("mcp fake nope", "✗ fake__nope is not offered; `mcp fake` says why."),
     ],
-    ids=["unlisted tool", "unknown server", "key twice", "unclosed quote", "someone else's tool"],
+    ids=["unlisted tool", "unknown server", "key twice", "unclosed quote", "someone else's tool", "server lacks it"],
 )
 def test_what_cannot_be_called_is_refused_in_words(rig: Rig, typed: str, said: str) -> None:
     done = rig.ask(typed)

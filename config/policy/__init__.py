@@ -15,7 +15,7 @@ from .commands import Command, check_values, control_character
 from .configs import NEVER_READ, ConfigFile, ConfigRoot
 from .http import HttpSource
 from .logtime import STAMP_GROUP, LineTime, has_date, has_year, read_format
-from .mcp import McpServer, McpTool, offered_name
+from .mcp import McpServer, McpTool, offered_name, server_of
 from .metrics import MetricsSource
 from .runbooks import (
     END,
@@ -72,5 +72,6 @@ __all__ = [
     "log_command_problem",
     "offered_name",
     "read_format",
+    "server_of",
     "template_of",
 ]

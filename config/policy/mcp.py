@@ -123,6 +123,11 @@ def offered_name(server: str, tool: str) -> str:
     return f"{server}{SEPARATOR}{tool}"
 
 
+def server_of(name: str) -> str:
+    """The server an offered name's tool belongs to (a server's name holds no `__`)."""
+    return name.partition(SEPARATOR)[0]
+
+
 def long_names(servers: dict[str, McpServer]) -> list[str]:
     """Offered names longer than a model accepts, for the policy check."""
     return [
