@@ -9,7 +9,8 @@
 - render: a tools/call answer as a ToolResult (text and structured content; images and binary
   said, not sent; `isError` -> failed).
 - offer: the policy's gate: only listed tools, as `<server>__<tool>`; access; a write's call
-  handed to tools/writes.py as an approval request, and made once approved (call_approved).
+  handed to tools/writes.py as an approval request, and made once approved (call_approved);
+  LaterTools, a registry's MCP tools listed a server at a time (a call by name starts its server alone).
 - write: McpWrite, a write call exactly as a person approves it, bound to the server by a digest.
 - listing: the servers and their allowed tools for people (the direct command `mcp`), a server
   started only when it is named.
