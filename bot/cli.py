@@ -288,6 +288,33 @@ def serve(ctx: click.Context, http: bool, port: int) -> None:
         raise click.exceptions.Exit(EXIT_CONFIG) from exc
 
 
+@main.command("mcp-serve")
+@click.option(
+    "--http",
+    "http",
+    is_flag=False,
+    flag_value="",  # --http alone: the default address
+    default=None,
+    metavar="[HOST:PORT]",
+    help="Serve Streamable HTTP at /mcp (default 127.0.0.1:8765), bearer tokens required; else stdio.",
+)
+@click.pass_context
+def mcp_serve(ctx: click.Context, http: str | None) -> None:
+    """Serve opsbot's tools to other agents over MCP, under the policy (docs/mcp-serve.md)."""
+    from .mcp_serve import ServeError, address, serve
+
+    try:
+        where = address(http) if http is not None else None
+    except ValueError as exc:
+        raise click.BadParameter(f"{exc}; give HOST:PORT, e.g. 127.0.0.1:8765", param_hint="--http") from exc
+    settings = _settings(ctx)
+    try:
+        serve(settings, where, lambda said: echo(f"opsbot {VERSION} serving MCP {said}", err=True))
+    except ServeError as exc:
+        echo(f"opsbot mcp-serve cannot start: {exc}", err=True, fg="red")
+        raise click.exceptions.Exit(EXIT_CONFIG) from exc
+
+
 @main.command()
 @click.option("--since", default="24h", show_default=True, help="How far back: 15m, 2h, 1d, or an ISO-8601 time.")
 @click.option("--thread", default=None, help="Only this thread's records (its key, as the records show it).")

@@ -16,6 +16,7 @@ from pydantic import ConfigDict, Field, SecretStr, ValidationError, field_valida
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from .check import load_yaml_model
+from .mcp_serve import McpServeSettings
 from .policy import Policy, Strict
 from .redis_url import parse_redis_url
 from .runbooks import load_runbooks
@@ -240,6 +241,7 @@ class FileConfig(Strict):
     runbooks: RunbookSettings = Field(default_factory=RunbookSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
+    mcp_serve: McpServeSettings = Field(default_factory=McpServeSettings)
     policy: Policy = Field(default_factory=Policy)
 
 
@@ -290,6 +292,7 @@ class Settings(BaseSettings):
     runbooks: RunbookSettings = Field(default_factory=RunbookSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
+    mcp_serve: McpServeSettings = Field(default_factory=McpServeSettings)
     policy: Policy = Field(default_factory=Policy)
 
     @field_validator("redis_url")

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ByteSize, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from opsbot.config import settings
+from opsbot.config import mcp_serve, settings
 from opsbot.config.policy import (
     Access,
     AlertmanagerSource,
@@ -69,6 +69,9 @@ SECTIONS: list[tuple[str, str, type[BaseModel], str]] = [
     ("`runbooks`: runs left behind", "runbooks", settings.RunbookSettings, ""),
     ("`audit`", "audit", settings.AuditSettings, ""),
     ("`http`: `opsbot serve --http`", "http", settings.HttpSettings, ""),
+    ("`mcp_serve`: `opsbot mcp-serve`", "mcp_serve", mcp_serve.McpServeSettings, inspect.getdoc(mcp_serve) or ""),
+    ("`mcp_serve.tokens[]`: callers over HTTP", "mcp_serve.tokens[]", mcp_serve.CallerToken, ""),
+    ("`mcp_serve.stdio`: the caller over stdio", "mcp_serve.stdio", mcp_serve.Caller, ""),
     ("`policy`", "policy", Policy, ""),
     ("`policy.services.<name>`", "policy.services.<name>", Service, inspect.getdoc(services_module) or ""),
     (
@@ -129,6 +132,7 @@ DESCRIPTIONS = {
     "FileConfig.runbooks": "runbook runs left behind by a process: [below](#runbooks-runs-left-behind)",
     "FileConfig.audit": "the audit trail kept in Redis: [below](#audit)",
     "FileConfig.http": "`opsbot serve --http`'s server: [below](#http-opsbot-serve---http)",
+    "FileConfig.mcp_serve": "opsbot's tools served to other agents: [below](#mcp_serve-opsbot-mcp-serve)",
     "FileConfig.policy": "services, commands, config roots and runbooks: [below](#policy)",
     "ModelSettings.temperature": "sampling temperature (o-series and gpt-5 models get the server's default)",
     "ModelSettings.max_answer_tokens": "the longest reply asked for; a cut answer is continued once",

@@ -458,7 +458,15 @@ def test_verbose_after_the_subcommand_logs_the_steps(tmp_path: Path, with_model:
 
 
 # Every subcommand, with what it needs to reach its config; a new one must be added here.
-SUBCOMMANDS = {"ask": ["services"], "audit": [], "chat": [], "check-config": [], "eval": [], "serve": []}
+SUBCOMMANDS = {
+    "ask": ["services"],
+    "audit": [],
+    "chat": [],
+    "check-config": [],
+    "eval": [],
+    "mcp-serve": [],
+    "serve": [],
+}
 
 
 def test_every_subcommand_is_tested_for_the_global_options() -> None:

@@ -5,7 +5,7 @@ rule of who may decide (rules.py), claims each decision once, runs exactly the a
 and hands the outcome back to whoever waits. Front ends only show requests and forward clicks.
 """
 
-from .requests import Claim, Decision, HandBack, Pending, Verdict
+from .requests import VIA, VIA_AGENT, Claim, Decision, HandBack, Pending, Verdict
 from .rules import deciders_of
 from .service import KEEP_AFTER_EXPIRY_S, Approvals, View, Waiting
 from .store import ApprovalStore, ApprovalsUnavailable, InProcessApprovalStore, RedisApprovalStore
@@ -23,6 +23,8 @@ __all__ = [
     "RedisApprovalStore",
     "Verdict",
     "View",
+    "VIA",
+    "VIA_AGENT",
     "Waiting",
     "deciders_of",
 ]

@@ -19,6 +19,11 @@ from ...tools.base import ToolResult
 from ...tools.commands import ApprovalRequest
 from ...tools.redact import redact_text
 
+# A request's place says `via: mcp-serve` when an agent asked through `opsbot mcp-serve`: the one its
+# token names is not a person at a keyboard there, so never its approver (rules.py).
+VIA = "via"
+VIA_AGENT = "mcp-serve"
+
 
 class HandBack(StrEnum):
     """Who is told the outcome once a request is decided."""
@@ -52,6 +57,11 @@ class Pending(BaseModel):
         if (self.hand_back is HandBack.runbook) != (self.run is not None):
             raise ValueError("a runbook's request names its run, and only a runbook's does")
         return self
+
+    @property
+    def asked_by_agent(self) -> bool:
+        """Whether an agent asked for it through `opsbot mcp-serve`."""
+        return self.place.get(VIA) == VIA_AGENT
 
     @property
     def argv_shown(self) -> str:

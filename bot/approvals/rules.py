@@ -5,6 +5,8 @@
   that decides how it runs must still be what was approved (tools/commands.py `check_approval`:
   argv, sandbox digest, expiry); for a silence, its Alertmanager's `silences.approvers` and the
   silence's digest (tools/writes.py `check_approval` takes either).
+- An agent's request (`opsbot mcp-serve`): never approved by the user its token names, whatever
+  `self_approval` says: the caller is a program, and a person other than it decides.
 - Denying: anyone who could approve, and the asker, who may always withdraw their own request.
 - Only people of the teams the front end serves decide (Slack: opsbot's workspace and
   `slack.allowed_teams`); a front end without teams (the terminal) has one person.
@@ -20,6 +22,9 @@ from ...tools.writes import check_approval, deciders
 from .requests import Pending
 
 OTHER_TEAM = "only members of opsbot's own workspace may decide on its requests"
+AGENT_ASKED = (
+    "an agent asked for this through opsbot mcp-serve with your token: someone else among the approvers decides it"
+)
 
 
 def refusal(
@@ -30,6 +35,8 @@ def refusal(
         return OTHER_TEAM
     if not approve:
         return _deny_refusal(policy, pending, by)
+    if pending.asked_by_agent and pending.requested_by is not None and by.user == pending.requested_by.user:
+        return AGENT_ASKED
     if pending.command is not None:
         checked = check_approval(policy, pending.command, by, now)
         if isinstance(checked, ToolResult):

@@ -147,6 +147,10 @@ class Approvals:
     def get(self, request_id: str) -> Pending | None:
         return self.store.load(request_id)
 
+    def decision(self, request_id: str) -> Claim | None:
+        """How request `request_id` was decided, or None while it waits."""
+        return self.store.decision(request_id)
+
     # ---------------------------------------------------------------- deciding
 
     def why_not(self, pending: Pending, by: Principal, approve: bool, now: datetime | None = None) -> str | None:

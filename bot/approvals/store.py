@@ -34,6 +34,9 @@ class ApprovalStore(Protocol):
     def claim(self, request_id: str, claim: Claim, ttl_s: float) -> Claim | None:
         """Store the one decision on a request: None when this claim won, else the one that did."""
 
+    def decision(self, request_id: str) -> Claim | None:
+        """The decision claimed on a request, or None while it waits (or is long gone)."""
+
 
 class InProcessApprovalStore:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
@@ -56,6 +59,10 @@ class InProcessApprovalStore:
             if first is None:
                 self._claims[request_id] = (self._clock() + ttl_s, claim)
             return first
+
+    def decision(self, request_id: str) -> Claim | None:
+        with self._lock:
+            return _alive(self._claims, request_id, self._clock())
 
 
 def _alive(table: dict[str, tuple[float, T]], key: str, now: float) -> T | None:
@@ -88,6 +95,10 @@ class RedisApprovalStore:
         # SET NX GET would be one round trip, but needs Redis 7; opsbot runs on 6.2.
         first = self._call(lambda: self._redis.get(key))
         return Claim.model_validate_json(first) if first else Claim(verdict=claim.verdict)
+
+    def decision(self, request_id: str) -> Claim | None:
+        raw = self._call(lambda: self._redis.get(self._key(request_id) + ":decision"))
+        return Claim.model_validate_json(raw) if raw else None
 
     def _key(self, request_id: str) -> str:
         # Hash-tagged: a request and its decision live in one Redis Cluster slot.

@@ -11,7 +11,7 @@ the package imports these names from here.
 
 from .alertmanagers import AlertmanagerSource, Silences
 from .base import NAME_PATTERN, NAME_RULE, Access, Name, Principal, Strict
-from .commands import Command, check_values, control_character
+from .commands import Command, EnvName, check_values, control_character
 from .configs import NEVER_READ, ConfigFile, ConfigRoot
 from .http import HttpSource
 from .logtime import STAMP_GROUP, LineTime, has_date, has_year, read_format
@@ -48,6 +48,7 @@ __all__ = [
     "Condition",
     "ConfigFile",
     "ConfigRoot",
+    "EnvName",
     "ExplainStep",
     "Gate",
     "HttpSource",
