@@ -108,7 +108,8 @@ def test_over_stdio_the_caller_gets_its_tools_redacted_logs_and_no_write_without
 
     got = anyio.run(session)
     tools = got["tools"]
-    assert {"query_logs", "run_command", "read_config", "list_services", "approval_status"} <= set(tools)
+    assert {"query_logs", "run_command", "read_config", "list_services"} <= set(tools)
+    assert "approval_status" not in tools  # no approval channel over stdio: writes are refused
     assert tools["query_logs"].input_schema["required"] == ["service"]
     logs = text_of(got["logs"])
     assert logs["ok"] and "db connect failed" in json.dumps(logs) and "pg-primary" in json.dumps(logs)
@@ -356,3 +357,48 @@ def test_at_the_terminal_a_person_other_than_the_caller_approves_and_only_then_i
     assert again.error is not None and again.error.type == "needs_approval"
     assert not until(lambda: asked or (tmp_path / "marker").exists(), 0.5)
     assert door.call(alice, "approval_status", {"request": again.data["request"]}).data["status"] == "waiting"
+
+
+def test_the_policys_mcp_tools_are_served_by_access_and_their_writes_wait_for_a_person(tmp_path: Path) -> None:
+    from opsbot.config.policy import McpServer, Policy
+    from opsbot.tools.mcp import close_shared
+
+    from .test_mcp import FAKE
+
+    marker = tmp_path / "ran"
+    marker.write_text("")
+    tools = {
+        "echo": {"risk": "read", "access": {"groups": ["oncall"]}},
+        "status": {"risk": "read"},
+        "restart": {"risk": "write", "approvers": {"users": ["UCAROL"]}},
+    }
+    spec = {"command": [sys.executable, FAKE, "--marker", str(marker)], "timeout_s": 10, "tools": tools}
+    settings = Settings(policy=Policy(mcp={"fake": McpServer.model_validate(spec)}))
+    asked = threading.Event()
+
+    def no(question: str) -> bool:
+        asked.set()
+        return False
+
+    approvals = Approvals(settings.policy, InProcessApprovalStore(), audit=Kept())
+    carol = Principal(platform="cli", user="UCAROL")
+    desk = Desk(approvals, TerminalShowing(approvals, user=carol, ask=no))
+    door = Door(settings.policy, build_tools(settings), limits=settings.loop, audit=Kept(), desk=desk)
+    alice = Principal(platform="mcp", user="UALICE", groups=frozenset({"oncall"}))
+    bob = Principal(platform="mcp", user="UBOB")
+    try:
+        assert {"fake__echo", "fake__status", "fake__restart"} <= {t.name for t in door.listed(alice)}
+        assert "fake__echo" not in {t.name for t in door.listed(bob)}
+        assert door.call(bob, "fake__echo", {"text": "hi"}).status == "denied"
+        unknown = door.call(bob, "fake__delete_series", {})
+        assert unknown.status == "unknown_tool" and unknown.error is not None and "fake__echo" not in unknown.error.hint
+        echoed = door.call(alice, "fake__echo", {"text": "hi", "times": 2})
+        assert echoed.ok and echoed.data["text"] == "hi hi"
+        waiting = door.call(alice, "fake__restart", {"service": "checkout"})
+        assert waiting.status == "needs_approval" and "users UCAROL" in (waiting.error.message if waiting.error else "")
+        assert asked.wait(10)
+        request = waiting.data["request"]
+        assert until(lambda: door.call(alice, "approval_status", {"request": request}).data["status"] == "denied", 5)
+        assert marker.read_text().split() == ["echo"]  # restart never ran
+    finally:
+        close_shared()

@@ -94,12 +94,12 @@ class StatusArgs(BaseModel):
     request: str = Field(min_length=1, max_length=64, description="the request id a write was answered with")
 
 
-def status_tool(desk: Desk | None) -> Tool[StatusArgs]:
+def status_tool(desk: Desk) -> Tool[StatusArgs]:
     """`approval_status`: whether a write this caller asked for was approved, denied or expired."""
 
     def run(args: StatusArgs, principal: Principal | None) -> ToolResult:
-        if desk is None or principal is None:
-            return ToolResult.failure(ErrorType.not_found, NO_DESK)
+        if principal is None:
+            return ToolResult.failure(ErrorType.not_found, f"no request {args.request} of yours is known")
         return desk.status(args.request, principal)
 
     return Tool(
@@ -109,9 +109,3 @@ def status_tool(desk: Desk | None) -> Tool[StatusArgs]:
         args_model=StatusArgs,
         run=run,
     )
-
-
-NO_DESK = (
-    "writes are not taken here: opsbot mcp-serve has no approval channel (mcp_serve.approvals_channel with "
-    "SLACK_BOT_TOKEN and REDIS_URL, or --http at a terminal), so nothing that changes things runs through it"
-)

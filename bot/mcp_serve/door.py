@@ -22,8 +22,12 @@ from ...tools.executor import RetryPolicy, ToolCall
 from ..telemetry.audit import Audit
 from ..telemetry.calls import TracedExecutor, audited
 from .access import usable
-from .desk import NO_DESK, THREAD, Desk, status_tool
+from .desk import THREAD, Desk, status_tool
 
+NO_DESK = (
+    "writes are not taken here: opsbot mcp-serve has no approval channel (mcp_serve.approvals_channel with "
+    "SLACK_BOT_TOKEN and REDIS_URL, or --http at a terminal), so nothing that changes things runs through it"
+)
 # What one call sends back at most: the caller's model has its own budget, and a tool's whole
 # answer (a log query's lines) can be larger than any.
 MAX_RESULT_CHARS = 16_000
@@ -36,7 +40,8 @@ class Door:
         self.policy = policy
         self.audit = audit
         self.desk = desk
-        registry.add(status_tool(desk))
+        if desk is not None:
+            registry.add(status_tool(desk))
         self.registry = registry
         retry = RetryPolicy(limits.tool_timeout_s, limits.tool_retries, limits.tool_retry_backoff_s)
         self.executor = TracedExecutor(registry, retry, max_parallel=1)
@@ -47,13 +52,23 @@ class Door:
 
     def call(self, caller: Principal, name: str, arguments: dict[str, Any]) -> ToolResult:
         run = uuid.uuid4().hex
+        result = self._result(caller, name, arguments, run)
+        audited(self.audit, asked_by=caller, thread=THREAD, run=run, tool=name, args=arguments, status=result.status)
+        return result.capped(MAX_RESULT_CHARS)
+
+    def _result(self, caller: Principal, name: str, arguments: dict[str, Any], run: str) -> ToolResult:
+        if self.registry.get(name) is None:
+            # Named with the caller's own tools: the executor's hint would name every tool.
+            known = ", ".join(t.name for t in self.listed(caller))
+            return ToolResult.failure(
+                ErrorType.unknown_tool, f"there is no tool named {name!r}", hint=f"tools: {known}"
+            )
         call = ToolCall(id=run, name=name, arguments=json.dumps(arguments, ensure_ascii=False))
         result = self.executor.run_one(call, caller).result
         error = result.error
         if error is not None and error.type is ErrorType.needs_approval:
-            result = self._asked(result, caller)
-        audited(self.audit, asked_by=caller, thread=THREAD, run=run, tool=name, args=arguments, status=result.status)
-        return result.capped(MAX_RESULT_CHARS)
+            return self._asked(result, caller)
+        return result
 
     def _asked(self, result: ToolResult, caller: Principal) -> ToolResult:
         """A write: put to a person at the desk, or refused where there is none."""
