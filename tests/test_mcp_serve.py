@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -64,6 +65,7 @@ def config(tmp_path: Path, **mcp_serve: Any) -> Path:
         },
         "commands": {
             "uptime": {"description": "uptime", "argv": ["uptime"], "timeout_s": 5},
+            "pause": {"description": "takes two seconds", "argv": ["sleep", "2"], "timeout_s": 5},
             "mark": {
                 "description": "leaves a marker file (a stand-in for a restart)",
                 "argv": ["touch", str(tmp_path / "marker")],
@@ -229,6 +231,36 @@ def test_over_http_each_token_is_its_caller_with_its_access(served: Served) -> N
     ]
 
 
+def test_over_http_a_slow_call_holds_up_no_other(served: Served) -> None:
+    """Tools run on worker threads: the server's loop answers a quick call while a slow one runs."""
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    took: dict[str, float] = {}
+
+    async def timed(client: ClientSession, name: str, arguments: dict[str, Any], started: float) -> None:
+        result = await client.call_tool(name, arguments)
+        assert not result.is_error, result.content
+        took[arguments.get("command", name)] = time.monotonic() - started
+
+    async def run() -> None:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {BOB_TOKEN}"}, timeout=30)
+        async with (
+            streamable_http_client(served.url, http_client=http) as (read, write, *_),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            async with anyio.create_task_group() as group:
+                started = time.monotonic()
+                group.start_soon(timed, client, "run_command", {"command": "pause"}, started)
+                await anyio.sleep(0.2)
+                group.start_soon(timed, client, "list_services", {}, time.monotonic())
+
+    anyio.run(run)
+    assert took["pause"] >= 2.0 and took["list_services"] < 1.0, took
+
+
 class Shown:
     """The View of a click, as Slack would show it: only what was decided."""
 
@@ -270,7 +302,11 @@ def test_over_http_a_write_waits_in_slack_for_an_approver_other_than_the_caller(
     _, status = served.session(ALICE_TOKEN, ("approval_status", {"request": request}))
     assert {"status": "approved", "by": "UCAROL"}.items() <= text_of(status)["data"].items()
 
-    kept = [r for r in audit.read(thread="mcp-serve") if r.request == request or r.tool == "run_command"]
+    kept = [
+        r
+        for r in audit.read(thread="mcp-serve")
+        if r.request == request or (r.tool, r.who) == ("run_command", "mcp:UALICE")
+    ]
     assert [(r.kind, r.who, r.status) for r in kept] == [
         ("approval_requested", "mcp:UALICE", None),
         ("tool_call", "mcp:UALICE", "needs_approval"),
