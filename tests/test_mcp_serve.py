@@ -5,6 +5,7 @@ and the fake Slack API where writes are put to people. A few in-process tests co
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import shutil
@@ -48,7 +49,7 @@ BOB_TOKEN = "bob-" + "1b2c3d4e5f6a7b8c9d0e"
 CHANNEL = "C0APPROVE"
 
 
-def config(tmp_path: Path, **mcp_serve: Any) -> Path:
+def config(tmp_path: Path, approvers: tuple[str, ...] = ("UALICE", "UCAROL"), **mcp_serve: Any) -> Path:
     """The sample's services, re-dated to end now, one log line with a password in it; payments'
     logs and every config file for the oncall group; a write command that leaves a marker."""
     sample = prepare_sample(SAMPLE_CONFIG, "mcp-serve-test", cache_home=tmp_path / "cache").parent
@@ -71,7 +72,7 @@ def config(tmp_path: Path, **mcp_serve: Any) -> Path:
                 "argv": ["touch", str(tmp_path / "marker")],
                 "risk": "write",
                 "access": oncall,
-                "approvers": {"users": ["UALICE", "UCAROL"]},
+                "approvers": {"users": list(approvers)},
                 "self_approval": True,  # and still the caller's own user may not approve an agent's request
                 "timeout_s": 5,
             },
@@ -141,24 +142,28 @@ class Served:
         self.settings = settings
 
     def session(self, token: str, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
-        """tools/list, then each call, in one session of the SDK's Streamable HTTP client."""
-        import httpx2
-        from mcp import ClientSession
-        from mcp.client.streamable_http import streamable_http_client
+        return session(self.url, token, *calls)
 
-        async def run() -> list[Any]:
-            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
-            async with (
-                streamable_http_client(self.url, http_client=http) as (read, write, *_),
-                ClientSession(read, write) as client,
-            ):
-                await client.initialize()
-                answers: list[Any] = [{t.name for t in (await client.list_tools()).tools}]
-                for name, arguments in calls:
-                    answers.append(await client.call_tool(name, arguments))
-                return answers
 
-        return anyio.run(run)
+def session(url: str, token: str, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
+    """tools/list, then each call, in one session of the SDK's Streamable HTTP client."""
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def run() -> list[Any]:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        async with (
+            streamable_http_client(url, http_client=http) as (read, write, *_),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            answers: list[Any] = [{t.name for t in (await client.list_tools()).tools}]
+            for name, arguments in calls:
+                answers.append(await client.call_tool(name, arguments))
+            return answers
+
+    return anyio.run(run)
 
 
 @pytest.fixture(scope="module")
@@ -438,3 +443,28 @@ def test_the_policys_mcp_tools_are_served_by_access_and_their_writes_wait_for_a_
         assert marker.read_text().split() == ["echo"]  # restart never ran
     finally:
         close_shared()
+
+
+def test_at_the_terminal_running_http_the_local_user_is_asked_and_their_yes_runs_it(tmp_path: Path) -> None:
+    from .fakes.terminal import Terminal
+
+    local = getpass.getuser()
+    tokens = [{"token_env": "TEST_MCP_ALICE", "user": "UALICE", "groups": ["oncall"]}]
+    path = config(tmp_path, approvers=("UCAROL", local), tokens=tokens)
+    port = free_port()
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TEST_MCP_ALICE": ALICE_TOKEN}
+    args = ["--config", str(path), "mcp-serve", "--http", f"127.0.0.1:{port}"]
+    with Terminal(args, env, tmp_path) as term:
+        term.wait_for("writes wait for approval at the terminal")
+        assert until(lambda: socket.create_connection(("127.0.0.1", port), 0.2).close() or True, 30, ignore=(OSError,))
+        url = f"http://127.0.0.1:{port}/mcp"
+        (_, asked) = session(url, ALICE_TOKEN, ("run_command", {"command": "mark"}))
+        said = text_of(asked)
+        assert said["error"]["type"] == "needs_approval" and "at the terminal" in said["error"]["message"]
+        screen = term.wait_for("approve and run it? [y/N]")
+        assert f"may approve: users UCAROL, {local}" in screen and "mcp:UALICE" in screen
+        assert not (tmp_path / "marker").exists()
+        term.child.sendline("y")
+        assert until(lambda: (tmp_path / "marker").exists(), 10)
+        (_, status) = session(url, ALICE_TOKEN, ("approval_status", {"request": said["data"]["request"]}))
+        assert {"status": "approved", "by": local}.items() <= text_of(status)["data"].items()
