@@ -352,6 +352,19 @@ def test_http_without_tokens_does_not_start_and_says_what_to_set(tmp_path: Path)
     assert "cannot start" in answer.output and "mcp_serve.tokens" in answer.output
     bad = CliRunner().invoke(main, ["--config", str(path), "mcp-serve", "--http", "127.0.0.1:http"])
     assert bad.exit_code == 2 and "HOST:PORT" in bad.output
+    tokens = [{"token_env": "TEST_MCP_ALICE", "user": "UALICE"}]
+    unset = CliRunner().invoke(main, ["--config", str(config(tmp_path / "t", tokens=tokens)), "mcp-serve", "--http"])
+    assert unset.exit_code == 2 and "TEST_MCP_ALICE, which is not set" in unset.output
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = CliRunner().invoke(
+            main,
+            ["--config", str(config(tmp_path / "b", tokens=tokens)), "mcp-serve", "--http", f"127.0.0.1:{port}"],
+            env={"TEST_MCP_ALICE": ALICE_TOKEN},
+        )
+    assert busy.exit_code == 2 and f"cannot listen on 127.0.0.1:{port}" in busy.output
 
 
 class Kept:

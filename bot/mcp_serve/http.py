@@ -8,6 +8,7 @@ token to its caller again (callers.py), so a session cannot outlive its token's 
 from __future__ import annotations
 
 import json
+import socket
 from typing import Any
 
 from mcp.server import Server, ServerRequestContext
@@ -63,9 +64,22 @@ def http_caller(tokens: Tokens) -> CallerOf:
     return caller
 
 
-def serve_http(server: Server[Any], tokens: Tokens, host: str, port: int) -> None:
-    """Serve until SIGINT or SIGTERM (uvicorn's handlers)."""
+def listening(host: str, port: int) -> socket.socket:
+    """The server's socket, bound before anything is said: a port in use is an OSError here."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def serve_http(server: Server[Any], tokens: Tokens, sock: socket.socket, host: str) -> None:
+    """Serve on `sock` until SIGINT or SIGTERM (uvicorn's handlers). `host` is what the server was
+    asked to bind: on a loopback address the SDK refuses requests naming another host (DNS rebinding)."""
     import uvicorn
 
     app = BearerOnly(server.streamable_http_app(streamable_http_path=PATH, host=host), tokens)
-    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")).run()
+    uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on")).run(sockets=[sock])

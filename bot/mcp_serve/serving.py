@@ -69,15 +69,18 @@ def serve(settings: Settings, http: Address | None, started: Callable[[str], Non
         started(f"over stdio, the caller mcp:{caller.user}{_writes(door)}")
         anyio.run(serve_stdio, mcp_server(door, lambda ctx: caller))
         return
-    from .http import PATH, http_caller, serve_http
+    from .http import PATH, http_caller, listening, serve_http
 
     try:
         tokens = Tokens.of(settings.mcp_serve)
+        sock = listening(http.host, http.port)
     except CallersError as exc:
         raise ServeError(str(exc)) from exc
+    except OSError as exc:
+        raise ServeError(f"cannot listen on {http.host}:{http.port}: {exc.strerror or exc}") from exc
     door = open_door(settings, at_terminal=sys.stdin.isatty())
     started(f"at http://{http.host}:{http.port}{PATH}, {len(tokens.accepted)} caller token(s){_writes(door)}")
-    serve_http(mcp_server(door, http_caller(tokens)), tokens, http.host, http.port)
+    serve_http(mcp_server(door, http_caller(tokens)), tokens, sock, http.host)
 
 
 def _writes(door: Door) -> str:
