@@ -47,6 +47,8 @@ SECRET = "Sup3rS3cret-db-pass"
 ALICE_TOKEN = "alice-" + "7f3a9c1e5b2d4f6a8c0e"
 BOB_TOKEN = "bob-" + "1b2c3d4e5f6a7b8c9d0e"
 CHANNEL = "C0APPROVE"
+# A terminal's clipboard write and a right-to-left override, in a log line: they must arrive inert.
+ESCAPES = "\x1b]52;c;ZXZpbA==\x07 \u202etxt.exe"
 
 
 def config(tmp_path: Path, approvers: tuple[str, ...] = ("UALICE", "UCAROL"), **mcp_serve: Any) -> Path:
@@ -57,7 +59,10 @@ def config(tmp_path: Path, approvers: tuple[str, ...] = ("UALICE", "UCAROL"), **
     shutil.copytree(sample / "logs", logs)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     with (logs / "checkout.log").open("a", encoding="utf-8") as out:
-        out.write(f"{now} ERROR checkout-api db connect failed url=postgres://checkout:{SECRET}@pg-primary:5432/shop\n")
+        out.write(
+            f"{now} ERROR checkout-api db connect failed url=postgres://checkout:{SECRET}@pg-primary:5432/shop "
+            f"peer={ESCAPES}\n"
+        )
     oncall = {"groups": ["oncall"]}
     policy = {
         "services": {
@@ -117,6 +122,7 @@ def test_over_stdio_the_caller_gets_its_tools_redacted_logs_and_no_write_without
     logs = text_of(got["logs"])
     assert logs["ok"] and "db connect failed" in json.dumps(logs) and "pg-primary" in json.dumps(logs)
     assert SECRET not in got["logs"].content[0].text
+    assert not {"\x1b", "\x07", "\u202e"} & set(str(logs)) and "ZXZpbA==" in str(logs)
     write = text_of(got["write"])
     assert got["write"].is_error and write["error"]["type"] == "denied"
     assert "no approval channel" in write["error"]["message"]
