@@ -17,7 +17,7 @@ is looked for on this host and checked against the tools that will use it:
   endpoint that does not list its models is a warning too: the name cannot be confirmed. A
   metrics source's or Alertmanager's header whose environment variable is not set here is a
   warning as well (it may be set only where opsbot serves): query_metrics or query_alerts refuses
-  that source without it.
+  that source without it; so is a variable `mcp_serve.tokens` names (mcp-serve --http needs it).
 - MCP servers are started and asked for their tools: a server that cannot be, a listed tool it
   lacks and a listed tool whose input schema is refused are errors; tools it exposes that the
   policy does not list are a warning (they are never offered).
@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from ..config.check import Located, located
+from ..config.mcp_serve import McpServeSettings
 from ..config.policy import HttpSource, Policy, offered_name
 from ..config.runbooks import load_runbooks
 from ..config.runtime_check import runtime_problems
@@ -64,7 +65,10 @@ def check_config_file(path: Path, *, model: bool = False) -> Findings:
     runbooks = {**policy.runbooks, **(load_runbooks(policy.runbooks_dir, policy) if policy.runbooks_dir else {})}
     found = Findings(
         errors=[str(p) for p in located(path, [*runtime_problems(policy), *_missing_programs(policy)])],
-        warnings=[str(p) for p in located(path, [*_missing_logs(policy), *_unset_headers(policy)])],
+        warnings=[
+            str(p)
+            for p in located(path, [*_missing_logs(policy), *_unset_headers(policy), *_unset_tokens(config.mcp_serve)])
+        ],
     )
     servers = _mcp_servers(policy) if policy.mcp else McpFindings([], [], {})
     found.errors += [str(p) for p in located(path, servers.errors)]
@@ -182,6 +186,18 @@ def _unset_headers(policy: Policy) -> list[Located]:
         for name, source in named.items()
         for header, variable in source.headers.items()
         if not os.environ.get(variable)
+    ]
+
+
+def _unset_tokens(serving: McpServeSettings) -> list[Located]:
+    return [
+        (
+            ("mcp_serve", "tokens", n, "token_env"),
+            f"environment variable {token.token_env} is not set here; opsbot mcp-serve --http does not start "
+            "without it",
+        )
+        for n, token in enumerate(serving.tokens)
+        if not os.environ.get(token.token_env)
     ]
 
 

@@ -487,3 +487,12 @@ def test_at_the_terminal_running_http_the_local_user_is_asked_and_their_yes_runs
         assert until(lambda: (tmp_path / "marker").exists(), 10)
         (_, status) = session(url, ALICE_TOKEN, ("approval_status", {"request": said["data"]["request"]}))
         assert {"status": "approved", "by": local}.items() <= text_of(status)["data"].items()
+
+
+def test_check_config_warns_of_a_token_variable_that_is_not_set(tmp_path: Path) -> None:
+    from opsbot.bot.config_check import check_config_file
+
+    tokens = [{"token_env": "TEST_MCP_NEVER_SET", "user": "ci-agent"}]
+    found = check_config_file(config(tmp_path, tokens=tokens))
+    assert not found.errors
+    assert any("mcp_serve.tokens[0].token_env: environment variable TEST_MCP_NEVER_SET" in w for w in found.warnings)
