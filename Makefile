@@ -44,6 +44,7 @@ bench: $(STAMP)
 	$(BIN)/python tests/bench/bench_slack.py
 	$(BIN)/python tests/bench/bench_startup.py
 	$(BIN)/python tests/bench/bench_storm.py
+	$(BIN)/python tests/bench/bench_incidents.py
 
 # Minutes each, so not part of `bench`: exactly one answer under faults, and over a long run.
 bench-faults: $(STAMP)

@@ -10,10 +10,12 @@ from ..tools.base import Registry, ToolResult
 from ..tools.catalog import ops_tools
 from ..tools.mcp import LaterTools, McpWrite, shared_hub
 from ..tools.writes import mcp_needs_approval
-from .agent import Agent
+from .agent import Agent, Recollection
+from .incidents import IncidentStore, InProcessIncidents
 from .llm import Fallbacks, Model, ModelClient, Protocol
 from .memory import InProcessMemory, Memory
-from .telemetry.audit import Audit, LoggedAudit, RedisAudit
+from .runbooks import RedisRunStore, RunStore
+from .telemetry.audit import AuditReader, InProcessAudit, RedisAudit
 
 
 def build_model(settings: Settings) -> Model | None:
@@ -64,13 +66,28 @@ def build_memory(settings: Settings) -> Memory:
     return InProcessMemory(ttl_s=settings.memory.ttl_s)
 
 
-def build_audit(settings: Settings) -> Audit:
-    """Audit records on their logger, and with Redis kept there for `audit.ttl_s` as well."""
+def build_audit(settings: Settings) -> InProcessAudit | RedisAudit:
+    """Audit records on their logger, and kept for the handoff: with Redis there for
+    `audit.ttl_s`, else in this process."""
     if settings.redis_url:
         from .redis.client import connect
 
         return RedisAudit(connect(settings.redis_url), settings.audit.ttl_s)
-    return LoggedAudit()
+    return InProcessAudit()
+
+
+def build_recollection(settings: Settings, audit: AuditReader) -> Recollection:
+    """Incident memory, kept in Redis when there is one; the handoff reads the audit trail and
+    runbook runs whether or not `memory.incidents.enabled` records and recalls incidents."""
+    incidents = settings.memory.incidents
+    store: IncidentStore = InProcessIncidents()
+    runs: RunStore | None = None
+    if settings.redis_url:
+        from .incidents.redis import RedisIncidents
+        from .redis.client import connect
+
+        store, runs = RedisIncidents(connect(settings.redis_url)), RedisRunStore(settings.redis_url)
+    return Recollection(incidents, policy=settings.policy, store=store, audit=audit, runs=runs)
 
 
 def build_tools(settings: Settings) -> Registry:
@@ -91,11 +108,13 @@ def build_tools(settings: Settings) -> Registry:
 
 
 def build_agent(settings: Settings) -> Agent:
+    audit = build_audit(settings)
     return Agent(
         model=build_model(settings),
         memory=build_memory(settings),
         tools=build_tools(settings),
         limits=settings.loop,
         memory_settings=settings.memory,
-        audit=build_audit(settings),
+        audit=audit,
+        recollection=build_recollection(settings, audit),
     )

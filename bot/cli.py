@@ -25,11 +25,11 @@ from ..config.sample_env import prepare_sample
 from ..config.settings import SAMPLE_CONFIG, Settings, environment_problems
 from ..tools.base import ToolResult
 from ..tools.logs import TIME_HINT, time_arg
-from .agent import Progress
+from .agent import Progress, recalled_text
 from .agent.prompts import UNCHECKED, no_model_text
 from .build import build_agent
 from .charts import chart_of
-from .commands import Question, decide, run_command
+from .commands import HANDOFF_SINCE, Handoff, History, Question, decide, run_command
 from .config_check import check_config_file
 from .terminal import TERMINAL_USER, InertFormatter, PlainProgress, console, echo, show_charts
 from .version import VERSION
@@ -217,9 +217,14 @@ def ask(ctx: click.Context, question: str, thread: str, as_json: bool) -> None:
         reply = agent.run(question, thread=thread, progress=progress, principal=TERMINAL_USER)
         progress.finish(reply.text, None)
         show_charts(console(sys.stderr), reply.charts)
+        told = recalled_text(reply.recalled, time.time())
+        if told:
+            echo(told, err=True, fg="bright_black")
         if not reply.checked:
             # Beside the steps on stderr: stdout stays the answer alone, for whoever pipes it.
             echo(UNCHECKED, err=True, fg="yellow")
+    if agent.recollection is not None:
+        agent.recollection.remember(question, reply, TERMINAL_USER)
     if reply.stop_reason in ("no_model", "no_answer", "llm_unavailable", "memory_unavailable", "busy"):
         ctx.exit(EXIT_NO_ANSWER)
 
@@ -346,6 +351,32 @@ def audit(ctx: click.Context, since: str, thread: str | None, as_json: bool) -> 
         echo(entry.model_dump_json(exclude_none=True) if as_json else entry.line())
     if not entries and not as_json:
         echo(f"No audit records since {since}{f' in thread {thread}' if thread else ''}.", err=True)
+
+
+@main.command()
+@click.argument("words", nargs=-1, required=True)
+@click.pass_context
+def history(ctx: click.Context, words: tuple[str, ...]) -> None:
+    """Past incidents like the words: where, the cause, the fix and who approved it (docs/incidents.md)."""
+    _remembered(ctx, History(words=" ".join(words)))
+
+
+@main.command()
+@click.option("--since", default=HANDOFF_SINCE, show_default=True, help="How far back: 12h, 1d, or an ISO-8601 time.")
+@click.option("--thread", default=None, help="Only this thread (its key, as `opsbot audit` shows it).")
+@click.pass_context
+def handoff(ctx: click.Context, since: str, thread: str | None) -> None:
+    """What happened, as recorded: questions, findings, commands, approvals, runbook runs."""
+    _remembered(ctx, Handoff(since=since, thread=thread))
+
+
+def _remembered(ctx: click.Context, command: History | Handoff) -> None:
+    settings = _settings(ctx)
+    if not settings.redis_url:
+        echo("Without REDIS_URL, incident records and the audit trail last only as long as one process.", err=True)
+    output = run_command(build_agent(settings), command, "cli:default", TERMINAL_USER)
+    echo(output.text)
+    ctx.exit(0 if output.ok else 1)
 
 
 @main.command("check-config")

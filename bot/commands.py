@@ -25,6 +25,7 @@ import shlex
 import textwrap
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC
 from enum import StrEnum
 from typing import Any, NamedTuple
 
@@ -35,7 +36,7 @@ from ..config.policy import HttpSource, McpServer, Policy, Principal, offered_na
 from ..tools.base import ErrorType, ToolResult
 from ..tools.commands import ApprovalRequest
 from ..tools.executor import ToolCall
-from ..tools.logs import Level, misspelling_of, parse_level
+from ..tools.logs import TIME_HINT, Level, misspelling_of, parse_level, time_arg
 from ..tools.mcp import servers_listing, shared_hub, show_listing
 from ..tools.writes import show_done
 from .agent import Agent
@@ -62,16 +63,33 @@ USAGE = """Direct commands (no model needed):
   mcp <server>                     one server's tools described, with their arguments (starts it)
   mcp <server> <tool> [key=value ...]  call one tool; values typed as its schema says (JSON for lists
                                    and objects); a write tool waits for a person's approval
+  history <words>                  past incidents like the words: where, the cause, the fix, who approved it
+  handoff [--since 12h] [--thread <key>]  what happened, as recorded: questions, findings, commands,
+                                   approvals, runbook runs
   reset                            forget this thread's conversation
   help                             this list
 Anything else is a question for the model."""
 
-NAMES = ("services", "logs", "run", "config", "runbook", "metrics", "alerts", "mcp", "reset", "help")
+NAMES = (
+    "services",
+    "logs",
+    "run",
+    "config",
+    "runbook",
+    "metrics",
+    "alerts",
+    "mcp",
+    "history",
+    "handoff",
+    "reset",
+    "help",
+)
 HELP_POINTER = "(`help` lists the direct commands.)"
 LOG_OPTIONS = ("since", "until", "limit", "regex")
 # A query's options come last, and a value is a time or a duration: PromQL never ends in such a word.
 _METRICS_OPTION = re.compile(r"^(since|until|step)=([\w:.+-]+)$")
 METRICS_SINCE = "1h"
+HANDOFF_SINCE = "12h"
 
 
 @dataclass(frozen=True)
@@ -153,6 +171,23 @@ class McpListing(BaseModel):
     server: str | None = None
 
 
+class History(BaseModel):
+    """`history <words>`: past incidents like the words (bot/agent/recollection.py)."""
+
+    model_config = _STORED
+
+    words: str
+
+
+class Handoff(BaseModel):
+    """`handoff [--since 12h] [--thread key]`: the record of a time span, as recorded."""
+
+    model_config = _STORED
+
+    since: str = HANDOFF_SINCE
+    thread: str | None = None
+
+
 class Question(BaseModel):
     """Text for the model. `almost`: the command it only starts like, when it does."""
 
@@ -161,8 +196,8 @@ class Question(BaseModel):
     almost: NotACommand | None = None
 
 
-# a tool call, a built-in, a listing, the MCP servers, a runbook run, or not one
-DirectCommand = ToolCall | Builtin | Listing | McpListing | NotACommand | RunbookRequest
+# a tool call, a built-in, a listing, the MCP servers, a runbook run, incident memory, or not one
+DirectCommand = ToolCall | Builtin | Listing | McpListing | NotACommand | RunbookRequest | History | Handoff
 Decision = DirectCommand | Question
 
 
@@ -188,6 +223,11 @@ def parse_command(policy: Policy, text: str) -> DirectCommand | None:
         return _metrics_call(policy, text.strip()[len(words[0]) :])
     if name == "mcp":
         return _mcp_call(policy, text.strip()[len(words[0]) :])
+    if name == "history":
+        rest = text.strip()[len(words[0]) :].strip()
+        return History(words=rest) if rest else NotACommand(name=name, why="Usage: history <words>.")
+    if name == "handoff":
+        return _handoff(words[1:])
     if name == "alerts" and len(words) == 1:
         return _listing("Alertmanagers", "policy.alertmanagers", policy.alertmanagers)
     if name in ("help", "reset", "services"):
@@ -217,6 +257,8 @@ def run_command(agent: Agent, parsed: DirectCommand, thread: str, principal: Pri
         return CommandOutput(render_result(result, principal, show_listing), ok=result.ok, tool="mcp", result=result)
     if parsed == Builtin.help:
         return CommandOutput(USAGE, ok=True)
+    if isinstance(parsed, History | Handoff):
+        return _remembered(agent, parsed, principal)
     if parsed == Builtin.reset:
         return _reset(agent, thread)
     assert isinstance(parsed, ToolCall)
@@ -229,6 +271,31 @@ def run_command(agent: Agent, parsed: DirectCommand, thread: str, principal: Pri
         )
     result = agent.executor.run_one(parsed, principal).result
     return CommandOutput(render_result(result, principal, tool.show), ok=result.ok, tool=parsed.name, result=result)
+
+
+def _remembered(agent: Agent, parsed: History | Handoff, principal: Principal | None) -> CommandOutput:
+    recollection = agent.recollection
+    if recollection is None:
+        return CommandOutput("Incident memory is not set up in this process.", ok=False)
+    if isinstance(parsed, History):
+        return CommandOutput(recollection.history(parsed.words, principal), ok=True)
+    start = time_arg("--since", parsed.since, UTC, recollection.store.clock())
+    if not isinstance(start, float):
+        return CommandOutput(f"handoff --since {parsed.since!r}: {TIME_HINT}", ok=False)
+    return CommandOutput(recollection.handoff(start, parsed.since, parsed.thread, principal), ok=True)
+
+
+def _handoff(args: list[str]) -> Handoff | NotACommand:
+    """`handoff`, `--since 12h` (or `since=12h`), `--thread <key>`: each once, in any order."""
+    options: dict[str, str] = {}
+    words = list(args)
+    while words:
+        word = words.pop(0)
+        name, _, value = word.lstrip("-").partition("=")
+        if name not in ("since", "thread") or name in options or not (value or words):
+            return NotACommand(name="handoff", why="Usage: handoff [--since 12h] [--thread <thread key>].")
+        options[name] = value or words.pop(0)
+    return Handoff(**options)
 
 
 def _reset(agent: Agent, thread: str) -> CommandOutput:

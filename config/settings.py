@@ -98,12 +98,45 @@ class LoopLimits(Strict):
     )
 
 
+class IncidentMemory(Strict):
+    """Incident memory (bot/incidents/, docs/incidents.md): a finished thread leaves a redacted
+    record that later questions and alerts are matched against."""
+
+    enabled: bool = Field(default=False, description="keep incident records and recall them")
+    channels: frozenset[str] = Field(
+        default=frozenset({"*"}),
+        description='channel ids whose threads are recorded and recalled in, "*" for every channel (DMs only '
+        "when listed by id; the terminal is `cli`)",
+    )
+    ttl_days: int = Field(default=90, ge=1, le=3650, description="a record is forgotten this long after its thread")
+    min_score: float = Field(
+        default=0.45,
+        gt=0,
+        le=1,
+        description="the weakest match recalled: the share of the question's rarity-weighted terms a record "
+        "must hold; below it recall abstains",
+    )
+    max_shown: int = Field(default=3, ge=1, le=10, description="strong matches shown and given to the model")
+
+    def covers(self, channel: str | None) -> bool:
+        """Whether threads of `channel` are recorded: listed, or any channel but a DM under "*"."""
+        if not self.enabled:
+            return False
+        if channel is not None and channel in self.channels:
+            return True
+        return "*" in self.channels and channel is not None and not channel.startswith("D")
+
+
 class MemorySettings(Strict):
     window_tokens: int = Field(default=3000, ge=200, description="recent turns kept verbatim")
     summary_tokens: int = Field(default=400, ge=50, description="cap on the running summary")
     ttl_s: int = Field(default=7 * 24 * 3600, ge=60, description="a thread is forgotten after this idle time")
     lock_ttl_s: float = Field(default=300.0, gt=0, description="a run's lock expires after this")
     lock_wait_s: float = Field(default=10.0, ge=0, description="wait for another run in the thread")
+    incidents: IncidentMemory = Field(
+        default_factory=IncidentMemory,
+        description="incident records and recall across threads",
+    )
 
 
 class SlackSettings(Strict):

@@ -13,6 +13,7 @@ Nothing here is written by hand except the few sentences of the introductions be
 from __future__ import annotations
 
 import inspect
+import json
 import textwrap
 import types
 from collections.abc import Iterator
@@ -64,6 +65,7 @@ SECTIONS: list[tuple[str, str, type[BaseModel], str]] = [
     ("`llm`: the model client", "llm", settings.ModelSettings, ""),
     ("`loop`: how far one question may go", "loop", settings.LoopLimits, ""),
     ("`memory`: thread memory", "memory", settings.MemorySettings, ""),
+    ("`memory.incidents`: incident memory", "memory.incidents", settings.IncidentMemory, ""),
     ("`slack`", "slack", settings.SlackSettings, ""),
     ("`alerts`", "alerts", settings.AlertSettings, ""),
     ("`runbooks`: runs left behind", "runbooks", settings.RunbookSettings, ""),
@@ -284,6 +286,8 @@ def default(field: FieldInfo) -> str:
         return "none"
     if isinstance(value, (dict, list, tuple, frozenset, set)) and not value:
         return "{}" if isinstance(value, dict) else "[]"
+    if isinstance(value, (frozenset, set)):
+        return "`[" + ", ".join(json.dumps(item) for item in sorted(value)) + "]`"
     if isinstance(value, bool):
         return "true" if value else "false"
     return f"`{value}`"

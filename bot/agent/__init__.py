@@ -6,6 +6,19 @@ import from here. Below it, the loop's own helpers (budget, guards, context, sum
 tokens) and its words to people and the model (reply, prompts, answer_stream)."""
 
 from .loop import Agent
+from .recollection import Recollection, Style, recalled_text, seen_line
 from .reply import CallRecord, Progress, Reply, Step, StepDecision, StopReason
 
-__all__ = ["Agent", "CallRecord", "Progress", "Reply", "Step", "StepDecision", "StopReason"]
+__all__ = [
+    "Agent",
+    "CallRecord",
+    "Progress",
+    "Recollection",
+    "Reply",
+    "Step",
+    "StepDecision",
+    "StopReason",
+    "Style",
+    "recalled_text",
+    "seen_line",
+]

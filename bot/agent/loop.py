@@ -32,6 +32,7 @@ from ...tools.executor import Outcome, RetryPolicy, ToolCall
 from ...tools.redact import redact, redact_text
 from ..charts import charts_of
 from ..faults import Fault
+from ..incidents import Recalled
 from ..llm import Model, ModelTurn, ModelUnavailable, Usage, unique_ids
 from ..memory import Memory, MemoryUnavailable, ThreadBusy, ThreadState
 from ..messages import Block, Message
@@ -63,6 +64,7 @@ from .prompts import (
     refused_text,
     stopped_text,
 )
+from .recollection import Recollection, seen_before_note
 from .reply import CallRecord, Progress, Reply, Step, StepDecision, StopReason
 from .summary import blocks_to_fold, write_summary
 from .tokens import CHARS_PER_TOKEN, message_tokens
@@ -82,8 +84,10 @@ class Agent:
         memory_settings: MemorySettings | None = None,
         system_prompt: str = SYSTEM_PROMPT,
         audit: Audit | None = None,
+        recollection: Recollection | None = None,
     ) -> None:
         self.model = model
+        self.recollection = recollection
         self.audit = audit or LoggedAudit()
         self.memory = memory
         self.registry = tools if isinstance(tools, Registry) else Registry(tools)
@@ -198,6 +202,7 @@ class _Run:
     first_answer_s: float | None = None  # seconds to the answer's first line shown, or to the answer
     nudged_empty: bool = False
     drift_noted: bool = False
+    recalled: Recalled | None = None  # past incidents like the question (bot/agent/recollection.py)
     context_note: str | None = None  # the request was shrunk to fit the model's context: for the next step's note
 
     def execute(self, text: str) -> Reply:
@@ -207,6 +212,7 @@ class _Run:
         user = Block(messages=[Message.user(redact_text(text))])
         agent.memory.append(self.thread, [user])
         turn_blocks: list[Block] = [user]
+        self._recall(text)
         guard = LoopGuard(limits, state.repeats)
         budget = CallBudget(limits)
         next_step: _Next = _AskAgain()
@@ -236,6 +242,14 @@ class _Run:
         if stop is None and turn.tool_calls:
             return self._tool_step(self._with_unique_ids(turn, state, turn_blocks), guard, budget, turn_blocks)
         return self._answer_step(state, turn_blocks, turn, stop)
+
+    def _recall(self, text: str) -> None:
+        """Past incidents like the question: the strong ones told to the model beside it, never stored."""
+        recollection = self.agent.recollection
+        self.recalled = recollection.recall(text, self.principal, self.thread) if recollection else None
+        note = seen_before_note(self.recalled, recollection.store.clock()) if recollection and self.recalled else None
+        if note is not None:
+            self.notes.append((1, Block(messages=[note])))
 
     def _limit_reached(self) -> StopReason | None:
         """Why the next step must be the last, if a limit says so (counting that step)."""
@@ -530,6 +544,7 @@ class _Run:
             ended=ended,
             model=next((s.model for s in reversed(self.steps) if s.model), None),
             charts=charts_of((o.call.name, o.result) for o in self.outcomes),
+            recalled=self.recalled,
         )
 
     def _known(self, tool: str) -> bool:

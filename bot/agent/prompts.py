@@ -34,6 +34,11 @@ def _note(text: str) -> Message:
     return Message.user(f"[note from the opsbot loop, not from the engineer] {text}")
 
 
+def loop_note(text: str) -> Message:
+    """A note of the loop's, for words kept beside what they serve (bot/agent/recollection.py)."""
+    return _note(text)
+
+
 def nudge_empty() -> Message:
     return _note("Your last reply was empty. Answer the engineer's question now, in words.")
 

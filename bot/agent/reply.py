@@ -11,6 +11,7 @@ from ...tools.base import CallStatus
 from ...tools.commands import ApprovalRequest
 from ..charts import Chart
 from ..faults import Fault
+from ..incidents import Recalled
 from ..llm import Usage
 
 
@@ -117,6 +118,11 @@ class Reply(BaseModel):
         default_factory=list,
         description="the run's metrics ranges to look at rather than read (bot/charts charts_of: at most "
         "MAX_CHARTS): front ends draw them with the answer",
+    )
+    recalled: Recalled | None = Field(
+        default=None,
+        description="past incidents like the question, or why none is recalled (memory.incidents): front ends "
+        "show them with their links",
     )
 
 

@@ -156,7 +156,13 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
     teams = frozenset({identity.team_id}) | settings.slack.allowed_teams
     approvals = Approvals(settings.policy, RedisApprovalStore(state.redis), teams=teams, audit=agent.audit)
     requests = SlackRequests(client, approvals, settings.slack.max_output_chars)
-    reporter = ThreadReporter(client, requests, approvals, settings.slack.max_output_chars)
+    reporter = ThreadReporter(
+        client,
+        requests,
+        approvals=approvals,
+        max_output_chars=settings.slack.max_output_chars,
+        recollection=agent.recollection,
+    )
     engine = RunbookEngine(
         settings.policy,
         agent.executor,

@@ -32,6 +32,11 @@ class ThreadRef(BaseModel):
         return {"team": self.team, "channel": self.channel, "thread_ts": self.thread_ts, "thread": self.key}
 
     @property
+    def link(self) -> str:
+        """The thread for people: Slack opens it in the workspace of whoever follows the link."""
+        return f"https://slack.com/archives/{self.channel}/p{self.thread_ts.replace('.', '')}"
+
+    @property
     def key(self) -> str:
         """The thread key memory uses: team + channel + thread root."""
         return f"slack:{self.team}:{self.channel}:{self.thread_ts}"

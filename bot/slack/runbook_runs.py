@@ -15,6 +15,7 @@ from urllib.error import URLError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from ..agent import Recollection
 from ..approvals import Approvals, Pending
 from ..runbooks import RunRecord, StepRecord
 from .approval_requests import SlackRequests
@@ -34,7 +35,16 @@ def thread_of(run: RunRecord) -> ThreadRef:
 class ThreadReporter:
     """The engine's `Reporter`: what a run does, posted in the run's thread."""
 
-    def __init__(self, client: WebClient, requests: SlackRequests, approvals: Approvals, max_output_chars: int) -> None:
+    def __init__(
+        self,
+        client: WebClient,
+        requests: SlackRequests,
+        *,
+        approvals: Approvals,
+        max_output_chars: int,
+        recollection: Recollection | None = None,
+    ) -> None:
+        self.recollection = recollection  # a finished run leaves its thread's incident record
         self.client = client
         self.requests = requests
         self.approvals = approvals
@@ -80,6 +90,9 @@ class ThreadReporter:
             text += f" {run.note}"
         self._post(run, f"{run.id}:end", escape(text), [section(escape(text))])
         self._status(run, "")
+        if self.recollection is not None:
+            thread = thread_of(run)
+            self.recollection.remember_run(run, thread.channel, link=thread.link)
 
     def _post(self, run: RunRecord, marker: str, text: str, blocks: list[Block], check_first: bool = False) -> None:
         thread = thread_of(run)

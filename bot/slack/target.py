@@ -63,9 +63,18 @@ class Target(Protocol):
         regardless). What the output should say when they cannot be shown here, else nothing."""
         ...
 
-    def say(self, text: str, *, marker: str | None = None, kind: str = ANSWER_EVENT, check_first: bool = False) -> None:
+    def say(
+        self,
+        text: str,
+        *,
+        marker: str | None = None,
+        kind: str = ANSWER_EVENT,
+        check_first: bool = False,
+        written: bool = False,
+    ) -> None:
         """Tell the asker `text`, best effort: as the job's answer unless `marker` and `kind` say
-        otherwise (`check_first`: an earlier attempt may have said it already)."""
+        otherwise (`check_first`: an earlier attempt may have said it already). `written`: `text`
+        is mrkdwn opsbot wrote, its outside parts escaped and its own syntax marked (`own()`)."""
         ...
 
     def whisper(self, text: str) -> None:
@@ -130,9 +139,18 @@ class ThreadTarget:
         share_charts(self.client, self.thread.channel, self.thread.thread_ts, self.job.id, charts, self.job.resumed)
         return ""
 
-    def say(self, text: str, *, marker: str | None = None, kind: str = ANSWER_EVENT, check_first: bool = False) -> None:
+    def say(
+        self,
+        text: str,
+        *,
+        marker: str | None = None,
+        kind: str = ANSWER_EVENT,
+        check_first: bool = False,
+        written: bool = False,
+    ) -> None:
         try:
-            self._post(marker or self.job.id, escape(text), kind=kind, check_first=check_first)
+            said = text if written else escape(text)
+            self._post(marker or self.job.id, said, kind=kind, check_first=check_first)
         except _SLACK_FAILURES as exc:
             log.error("could not tell %s about job %s: %s", self.job.user, self.job.id, exc)
 
@@ -208,9 +226,17 @@ class ResponseUrlTarget:
         shared = share_charts(self.client, dm, None, self.job.id, charts, self.job.resumed)
         return _CHART_IN_DM if shared else _NO_CHART
 
-    def say(self, text: str, *, marker: str | None = None, kind: str = ANSWER_EVENT, check_first: bool = False) -> None:
+    def say(
+        self,
+        text: str,
+        *,
+        marker: str | None = None,
+        kind: str = ANSWER_EVENT,
+        check_first: bool = False,
+        written: bool = False,
+    ) -> None:
         try:
-            self.webhook.send(text=escape(text), response_type="ephemeral")
+            self.webhook.send(text=text if written else escape(text), response_type="ephemeral")
         except _SLACK_FAILURES as exc:
             log.error("could not tell %s about job %s: %s", self.job.user, self.job.id, exc)
 

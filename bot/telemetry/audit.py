@@ -15,6 +15,7 @@ import json
 import logging
 import shlex
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
@@ -85,6 +86,29 @@ class LoggedAudit:
 
     def record(self, entry: AuditRecord) -> None:
         log.info(entry.model_dump_json(exclude_none=True))
+
+
+class AuditReader(Protocol):
+    """A trail that can be read back: the handoff and incident records are built from it."""
+
+    def read(self, since: float | None = None, thread: str | None = None) -> Iterator[AuditRecord]: ...
+
+
+class InProcessAudit(LoggedAudit):
+    """Records logged and also kept in this process, the newest `keep`: the terminal's trail,
+    which `handoff` and incident records read as they read Redis's."""
+
+    def __init__(self, keep: int = 10_000) -> None:
+        self.kept: deque[AuditRecord] = deque(maxlen=keep)
+
+    def record(self, entry: AuditRecord) -> None:
+        super().record(entry)
+        self.kept.append(entry)
+
+    def read(self, since: float | None = None, thread: str | None = None) -> Iterator[AuditRecord]:
+        for entry in list(self.kept):
+            if (since is None or entry.at.timestamp() >= since) and (thread is None or entry.thread == thread):
+                yield entry
 
 
 class RedisAudit(LoggedAudit):

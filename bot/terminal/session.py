@@ -17,7 +17,7 @@ from ...config.policy import Policy
 from ...tools.background import Job
 from ...tools.cancel import cancellable
 from ...tools.commands import ApprovalRequest
-from ..agent import Agent, Reply, StopReason
+from ..agent import Agent, Reply, StopReason, recalled_text
 from ..agent.prompts import UNCHECKED, no_model_text
 from ..charts import chart_of
 from ..commands import CommandOutput, Question, decide, run_command
@@ -123,8 +123,19 @@ class ChatSession:
 
     def question(self, text: str) -> None:
         reply = self._ask(text)
+        self._remember(text, reply)
         for request in reply.approvals:
             self._offer(request, text, continues_agent=True)
+
+    def _remember(self, text: str, reply: Reply) -> None:
+        """Past incidents recalled for this question shown, and this thread's record written."""
+        recollection = self.agent.recollection
+        if recollection is None:
+            return
+        told = recalled_text(reply.recalled, recollection.store.clock())
+        if told:
+            say(self.out, told, "bright_black")
+        recollection.remember(text, reply, TERMINAL_USER)
 
     def _offer(self, request: ApprovalRequest, why: str, continues_agent: bool) -> None:
         outcome = self.approvals.offer(request, why, continues_agent)

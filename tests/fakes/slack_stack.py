@@ -15,7 +15,7 @@ from slack_bolt.request import BoltRequest
 from slack_bolt.response import BoltResponse
 
 from opsbot.bot.agent import Agent
-from opsbot.bot.build import build_audit, build_tools
+from opsbot.bot.build import build_audit, build_recollection, build_tools
 from opsbot.bot.llm import ModelClient
 from opsbot.bot.memory.redis import RedisMemory
 from opsbot.bot.redis.client import RedisClient
@@ -73,13 +73,15 @@ class Stack:
             if self.model
             else None
         )
+        audit = build_audit(self.settings)
         agent = Agent(
             client,
             memory,
             tools=build_tools(self.settings),  # the policy's MCP servers' tools too, as `serve` has them
             limits=self.settings.loop,
             memory_settings=self.settings.memory,
-            audit=build_audit(self.settings),
+            audit=audit,
+            recollection=build_recollection(self.settings, audit),
         )
         self.built = build_slack_app(self.settings, http=True, agent=agent)
         self.built.app.client.timeout = CLIENT_TIMEOUT_S
