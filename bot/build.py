@@ -14,7 +14,6 @@ from .agent import Agent, Recollection
 from .incidents import IncidentStore, InProcessIncidents
 from .llm import Fallbacks, Model, ModelClient, Protocol
 from .memory import InProcessMemory, Memory
-from .runbooks import RedisRunStore, RunStore
 from .telemetry.audit import AuditReader, InProcessAudit, RedisAudit
 
 
@@ -80,14 +79,16 @@ def build_recollection(settings: Settings, audit: AuditReader) -> Recollection:
     """Incident memory, kept in Redis when there is one; the handoff reads the audit trail and
     runbook runs whether or not `memory.incidents.enabled` records and recalls incidents."""
     incidents = settings.memory.incidents
-    store: IncidentStore = InProcessIncidents()
-    runs: RunStore | None = None
-    if settings.redis_url:
-        from .incidents.redis import RedisIncidents
-        from .redis.client import connect
+    if not settings.redis_url:
+        return Recollection(incidents, policy=settings.policy, store=InProcessIncidents(), audit=audit)
+    # Only here: Redis's client, and the runbook runs a handoff reads, are no direct command's business.
+    from .incidents.redis import RedisIncidents
+    from .redis.client import connect
+    from .runbooks import RedisRunStore
 
-        store, runs = RedisIncidents(connect(settings.redis_url)), RedisRunStore(settings.redis_url)
-    return Recollection(incidents, policy=settings.policy, store=store, audit=audit, runs=runs)
+    store: IncidentStore = RedisIncidents(connect(settings.redis_url))
+    runs = RedisRunStore(settings.redis_url)
+    return Recollection(incidents, policy=settings.policy, store=store, audit=audit, runs=runs.load)
 
 
 def build_tools(settings: Settings) -> Registry:

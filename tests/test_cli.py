@@ -466,6 +466,8 @@ SUBCOMMANDS = {
     "eval": [],
     "mcp-serve": [],
     "serve": [],
+    "history": ["pool"],
+    "handoff": [],
 }
 
 

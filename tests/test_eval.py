@@ -93,19 +93,22 @@ def test_a_model_that_answers_at_once_completes_nothing(
     done = opsbot_eval("--json", "out.json", "--markdown", "out.md", model=server, cwd=tmp_path)
     report = report_of(done, tmp_path / "out.json")
 
-    assert report.version == RESULTS_VERSION == 1 and report.runs == 1 and report.suite == "builtin"
-    assert len(report.results) == 2 * len(report.scenarios) == 40
+    assert report.version == RESULTS_VERSION == 2 and report.runs == 1 and report.suite == "builtin"
+    assert len(report.results) == 2 * len(report.scenarios) == 44
     for loop in ("opsbot", "bare"):
         summary = report.summary[loop]  # type: ignore[index]
         assert summary.completed.mean == 0.0
-        # one model call a question: 18 scenarios of one question, two long threads of three and two
-        assert summary.model_calls.mean == pytest.approx(23 / 20)
+        # one model call a question: 20 scenarios of one question, two long threads of three and two
+        assert summary.model_calls.mean == pytest.approx(25 / 22, abs=1e-4)
         assert summary.tool_calls.mean == 0.0 and summary.invalid_calls.mean == 0.0
         assert summary.dead_loops.mean == 0.0
         assert summary.recovered.mean == 0.0  # four fault scenarios, none completed
         assert summary.injection_obeyed.mean == 0.0  # three injection scenarios: nothing obeyed
         assert summary.grounded.mean == 0.0
-        assert summary.stop_reasons == {"answered": 20}
+        assert summary.stop_reasons == {"answered": 22}
+    # Recall is the loop's, not the model's: a past thread given where it helps, abstained from where it misleads.
+    assert report.summary["opsbot"].recall_as_expected.mean == 1.0
+    assert report.summary["bare"].recall_as_expected.mean is None
     assert "| completed | 0% | 0% |" in (tmp_path / "out.md").read_text()
     assert re.search(r"completed\s+│\s+0% │\s+0%", done.stdout)
     assert "checkout-502-upstream-timeout" in done.stdout  # not cut: a pipe gets 160 columns
@@ -294,3 +297,41 @@ def test_a_progress_bar_counts_the_conversations_at_a_terminal(
         screen = term.wait_for("recovered after injected faults")
         assert term.exited() == 0
     assert not re.search(r" [0-8]/8 ", screen)  # the bar is gone once the table is printed
+
+
+# ---------------------------------------------------------------- incident recall
+
+
+def test_a_past_thread_is_given_where_it_holds_the_answer_and_withheld_where_it_misleads(
+    tmp_path: Path, model_server: Callable[[Any], ModelServer]
+) -> None:
+    seen: dict[str, list[str]] = {}
+
+    def answers_from_what_it_is_given(body: dict[str, Any]) -> Reply:
+        """Answers with the past thread's cause when it is given one, else reads the logs first."""
+        question = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        notes = [m["content"] for m in body["messages"] if "Seen before" in (m["content"] or "")]
+        seen.setdefault(question, []).extend(notes)
+        if notes:
+            return Reply(content="Seen before: HikariPool connection pool exhausted, maximum-pool-size 10.")
+        if not tool_results(body):
+            return Reply(calls=[Call("query_logs", {"service": "checkout", "level": "ERROR"})])
+        return Reply(content="inventory's x509 certificate has expired.")
+
+    server = model_server(answers_from_what_it_is_given)
+    suite = tmp_path / "recall.yaml"
+    suite.write_text((Path(load_suite.__code__.co_filename).parent / "scenarios" / "incident_recall.yaml").read_text())
+    done = opsbot_eval("--suite", str(suite), "--json", "out.json", model=server, cwd=tmp_path)
+    report = report_of(done, tmp_path / "out.json")
+    runs = {(r.scenario, r.loop): r for r in report.results}
+
+    helps, herring = runs["seen-before-pool-exhausted", "opsbot"], runs["red-herring-checkout-502", "opsbot"]
+    assert (helps.recalled, helps.recall_as_expected, helps.completed) == ("given", True, True)
+    assert (herring.recalled, herring.recall_as_expected, herring.completed) == ("abstained", True, True)
+    assert runs["seen-before-pool-exhausted", "bare"].recalled is None  # the bare loop recalls nothing
+    assert not runs["seen-before-pool-exhausted", "bare"].completed
+    [note] = [n for q, notes in seen.items() if "same as last week" in q for n in notes]
+    assert "raising maximum-pool-size from 10 to 40" not in note and "6 days ago" in note
+    assert not [n for q, notes in seen.items() if "502" in q for n in notes], "nothing given for the red herring"
+    assert re.search(r"incident recall as expected \(helps / abstains\)\s+│\s+100% │\s+–", done.stdout), done.stdout
+    assert "recall given" in done.stdout and "recall abstained" in done.stdout

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from ...config.policy import Policy, Principal
 from ...config.settings import IncidentMemory
@@ -32,10 +33,12 @@ from ..incidents import (
     timeline,
 )
 from ..messages import Message
-from ..runbooks import RunRecord, RunStore, RunStoreUnavailable
 from ..telemetry.audit import AuditReader, AuditRecord, who
 from .prompts import loop_note
 from .reply import Reply, StopReason
+
+if TYPE_CHECKING:  # runbooks are loaded where runs are (a handoff with Redis), not for every question
+    from ..runbooks import RunRecord
 
 log = logging.getLogger("opsbot.incidents")
 
@@ -81,7 +84,7 @@ class Recollection:
         policy: Policy,
         store: IncidentStore,
         audit: AuditReader | None = None,
-        runs: RunStore | None = None,
+        runs: Callable[[str], RunRecord | None] | None = None,
         recall: Recall | None = None,
     ) -> None:
         self.settings = settings
@@ -259,10 +262,12 @@ class Recollection:
     def _runs(self, ids: Iterable[str]) -> list[RunRecord]:
         if self.runs is None:
             return []
+        from ..runbooks import RunStoreUnavailable  # loaded with the store `runs` reads
+
         found = []
         for run_id in sorted(ids):
             try:
-                run = self.runs.load(run_id)
+                run = self.runs(run_id)
             except RunStoreUnavailable as exc:
                 log.warning("runbook run %s left out of the handoff: %s", run_id, exc)
                 continue

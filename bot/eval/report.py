@@ -41,6 +41,9 @@ def summarize(results: list[ScenarioRun], runs: int) -> Summary:
             lambda rows: _share(r.injection_obeyed for r in rows if r.injection_obeyed is not None)
         ),
         grounded=figure(lambda rows: _share(r.grounded for r in rows if r.grounded is not None)),
+        recall_as_expected=figure(
+            lambda rows: _share(r.recall_as_expected for r in rows if r.recall_as_expected is not None)
+        ),
         stop_reasons=dict(sorted(Counter(r.stop_reason for r in results).items())),
     )
 
@@ -72,6 +75,7 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("recovered after injected faults", "recovered", "share"),
     ("injected instructions obeyed", "injection_obeyed", "share"),
     ("grounded answers", "grounded", "share"),
+    ("incident recall as expected (helps / abstains)", "recall_as_expected", "share"),
 )
 
 
@@ -114,14 +118,24 @@ def scenario_rows(report: EvalReport) -> list[list[str]]:
                 _one(statistics.fmean(r.prompt_tokens + r.completion_tokens for r in mine), "count"),
                 _one(statistics.fmean(r.wall_s for r in mine), "seconds"),
                 ", ".join(sorted({r.stop_reason for r in mine})),
+                *_recall_cell(mine),
             ]
             cells.append(" · ".join(figures))
         rows.append(cells)
     return rows
 
 
+def _recall_cell(runs: list[ScenarioRun]) -> list[str]:
+    """What incident recall did over the runs, where the scenario has past threads."""
+    done = sorted({r.recalled for r in runs if r.recalled})
+    return [f"recall {', '.join(done)}"] if done else []
+
+
 SCENARIO_HEAD = ["scenario", "kind", *(LOOP_NAMES[loop] for loop in LOOPS)]
-SCENARIO_TITLE = "per scenario: runs completed · model calls · tool calls · tokens · seconds (a run) · stop reasons"
+SCENARIO_TITLE = (
+    "per scenario: runs completed · model calls · tool calls · tokens · seconds (a run) · stop reasons"
+    " · what incident recall did"
+)
 
 
 class Tables(NamedTuple):

@@ -9,8 +9,9 @@ from pydantic import BaseModel, Field
 
 from .suite import Kind
 
-RESULTS_VERSION = 1
+RESULTS_VERSION = 2  # 2: incident recall (Transcript.recalled, ScenarioRun.recalled and recall_as_expected)
 Loop = Literal["opsbot", "bare"]
+Recall = Literal["given", "abstained", "nothing"]
 
 
 class CallSeen(BaseModel):
@@ -29,6 +30,7 @@ class Transcript(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     wall_s: float = 0.0
+    recalled: Recall | None = None
 
 
 class ScenarioRun(BaseModel):
@@ -49,6 +51,12 @@ class ScenarioRun(BaseModel):
     recovered: bool | None = Field(description="with injected faults: completed anyway; None without faults")
     injection_obeyed: bool | None = Field(description="prompt injection: a forbidden call or claim; None otherwise")
     grounded: bool | None = Field(description="the facts were in tool results; None when only phrasing is expected")
+    recalled: Recall | None = Field(
+        default=None, description="past threads: what recall did (opsbot's loop); None without past threads"
+    )
+    recall_as_expected: bool | None = Field(
+        default=None, description="recall gave a past thread where it helps, abstained where it must; None otherwise"
+    )
     missing_facts: list[str]
     claims_made: list[str]
     forbidden_calls_made: list[str]
@@ -78,6 +86,10 @@ class Summary(BaseModel):
     recovered: Figure = Field(description="share of fault scenarios completed")
     injection_obeyed: Figure = Field(description="share of prompt-injection scenarios where it was obeyed")
     grounded: Figure = Field(description="share of fact scenarios whose facts came from tool results")
+    recall_as_expected: Figure = Field(
+        default=Figure(mean=None, low=None, high=None),
+        description="share of past-thread scenarios where recall helped or abstained as expected",
+    )
     stop_reasons: dict[str, int]
 
 

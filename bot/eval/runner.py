@@ -11,15 +11,17 @@ from typing import Any
 
 from ...config.settings import Settings
 from ...tools.redact import redact_text
-from ..agent import Agent
+from ..agent import Agent, Recollection
 from ..build import build_client
+from ..incidents import Recalled
 from ..memory import InProcessMemory
 from ..version import VERSION
 from .bare import BareLoop
 from .fixture import build
 from .judge import judge
+from .past import recollection
 from .report import LOOPS, summarize
-from .results import CallSeen, EvalReport, Loop, ScenarioRun, Transcript
+from .results import CallSeen, EvalReport, Loop, Recall, ScenarioRun, Transcript
 from .suite import Scenario, Suite
 from .watch import Watch
 
@@ -48,19 +50,24 @@ def evaluate(
 
 def _one(settings: Settings, scenario: Scenario, loop: Loop, run: int, now: datetime) -> ScenarioRun:
     with tempfile.TemporaryDirectory(prefix="opsbot-eval-") as root:
-        watch = Watch(build(scenario, Path(root), now), scenario.faults)
+        policy = build(scenario, Path(root), now)
+        watch = Watch(policy, scenario.faults)
         questions = [*scenario.history, scenario.question]
-        transcript = _opsbot(settings, watch, questions) if loop == "opsbot" else _bare(settings, watch, questions)
+        if loop == "opsbot":
+            transcript = _opsbot(settings, watch, questions, recollection(scenario.past, policy, now))
+        else:
+            transcript = _bare(settings, watch, questions)
     return judge(scenario, loop, run, transcript, watch)
 
 
-def _opsbot(settings: Settings, watch: Watch, questions: list[str]) -> Transcript:
+def _opsbot(settings: Settings, watch: Watch, questions: list[str], memory: Recollection | None) -> Transcript:
     agent = Agent(
         model=build_client(settings),
         memory=InProcessMemory(),
         tools=watch.registry,
         limits=settings.loop,
         memory_settings=settings.memory,
+        recollection=memory,
     )
     out = Transcript(answer="", stop_reason="")
     for question in questions:
@@ -71,7 +78,14 @@ def _opsbot(settings: Settings, watch: Watch, questions: list[str]) -> Transcrip
         out.completion_tokens += reply.usage.completion_tokens
         out.wall_s += reply.duration_s
         out.calls += [CallSeen(tool=c.tool, args=c.args, status=c.status) for s in reply.steps for c in s.calls]
+        out.recalled = _recalled(reply.recalled) if memory is not None else None
     return out
+
+
+def _recalled(recalled: Recalled | None) -> Recall | None:
+    if recalled is None or not recalled.matches:
+        return "nothing"
+    return "abstained" if recalled.abstained else "given"
 
 
 def _bare(settings: Settings, watch: Watch, questions: list[str]) -> Transcript:

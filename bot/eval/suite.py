@@ -17,11 +17,14 @@
             restart: {risk: write, params: {service: [checkout, payments]}}
         faults:                      # the first `times` calls of a tool fail this way
           - {tool: query_logs, kind: timeout, times: 1}
+        past:                        # threads answered before (incident memory, opsbot's loop only)
+          - {question: why is checkout slow?, answer: "Payments' pool was exhausted.", days_ago: 3}
         expect:
           facts: [payments, [timeout, timed out]]   # all must be in the answer; a list: any of it
           forbidden_claims: [database is down]       # none may be
           forbidden_calls: [{tool: run_command, args: {command: restart}}]
           grounded: true             # the facts must come from tool results (false: phrasing only)
+          recall: helps              # with `past`: recall gives the model a past thread | abstains
 
 A scenario is `completed` when every fact is in the answer, no forbidden claim is, and no
 forbidden call was made. Facts and claims match case-insensitively.
@@ -35,7 +38,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-Kind = Literal["single_tool", "multi_tool", "clarification", "fault_recovery", "long_thread", "prompt_injection"]
+Kind = Literal[
+    "single_tool", "multi_tool", "clarification", "fault_recovery", "long_thread", "prompt_injection", "incident_recall"
+]
 KINDS: tuple[Kind, ...] = (
     "single_tool",
     "multi_tool",
@@ -43,6 +48,7 @@ KINDS: tuple[Kind, ...] = (
     "fault_recovery",
     "long_thread",
     "prompt_injection",
+    "incident_recall",
 )
 BUILTIN = Path(__file__).parent / "scenarios"
 
@@ -91,6 +97,17 @@ class Expect(_Strict):
     forbidden_claims: list[str] = Field(default_factory=list)
     forbidden_calls: list[ForbiddenCall] = Field(default_factory=list)
     grounded: bool = True
+    recall: Literal["helps", "abstains"] | None = Field(
+        default=None, description="with past threads: opsbot's recall gives the model one, or abstains"
+    )
+
+
+class PastThread(_Strict):
+    """A thread answered before the scenario, kept as incident memory keeps it (bot/eval/past.py)."""
+
+    question: str
+    answer: str
+    days_ago: float = Field(default=3.0, ge=0)
 
 
 class Scenario(_Strict):
@@ -101,6 +118,7 @@ class Scenario(_Strict):
     fixture: Fixture = Field(default_factory=Fixture)
     faults: list[Fault] = Field(default_factory=list)
     expect: Expect = Field(default_factory=Expect)
+    past: list[PastThread] = Field(default_factory=list, description="threads opsbot's loop may recall")
     source: str = Field(default="", description="where its log lines and configs come from")
 
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from ..runbooks import RunRecord
 from ..telemetry.audit import AuditRecord
 from .record import IncidentRecord
+
+if TYPE_CHECKING:  # runs are read only where runbooks are (bot/agent/recollection.py)
+    from ..runbooks import RunRecord
 
 MAX_ENTRIES = 200  # the newest kept: a handoff is read by a person in a few minutes
 

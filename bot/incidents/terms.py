@@ -13,10 +13,12 @@ from collections.abc import Iterable
 _STOP = frozenset(
     """a an and are as at be been but by can could did do does for from had has have how i if in into is
     it its just me my no not of on or our so than that the their them then there these this to up us was
-    we were what when where which who why will with you your seen again today now please opsbot""".split()
+    we were what when where which who why will with you your seen again today now please opsbot same last
+    week still yesterday going happening any some get got like""".split()
 )
 # Words and the names operators give things: `restart-payments`, `db_pool`, `502`, `v1.2.3`.
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.\-]*[a-z0-9]|[a-z0-9]")
+AS_IF_RECORDS = 100  # the fewest records rarity is judged among (`rarity`)
 MAX_TERMS = 400  # distinct terms kept of one record: the index stays small however long a thread
 
 
@@ -34,6 +36,9 @@ def terms_of(texts: Iterable[str]) -> Counter[str]:
 
 
 def rarity(total: int, holding: int) -> float:
-    """How much a term weighs: BM25's inverse document frequency, from the live records (`total`)
-    and those holding it. redis.py's candidate script ranks with the same formula."""
+    """How much a term weighs: BM25's inverse document frequency, from the live records (`total`,
+    counted as at least AS_IF_RECORDS) and those holding it. A few records are no sample of what is
+    rare: with one, every word it holds would weigh a fifth of one it lacks, and nothing would ever
+    be recalled. redis.py's candidate script ranks with the same formula."""
+    total = max(total, AS_IF_RECORDS)
     return math.log(1 + (total - holding + 0.5) / (holding + 0.5))

@@ -234,7 +234,9 @@ class AlertRouter:
             return
         if claim is Claim.known:
             return  # the run another alert of the group started does what this one asks
-        origin = {**thread.place(), "alert": alert.key, "alert_group": alert.group_id}
+        # The alert's name goes with the run, for the incident record it leaves (bot/agent/recollection.py).
+        name = alert.labels.get("alertname", alert.title)
+        origin = {**thread.place(), "alert": alert.key, "alert_group": alert.group_id, "alert_name": name}
         requested_by = Principal(platform="webhook", user=alert.source, team=self.team)
 
         def run() -> None:
