@@ -18,6 +18,7 @@ from opsbot.bot.agent import Recollection, Reply, StopReason
 from opsbot.bot.incidents import IncidentStore
 from opsbot.bot.incidents.redis import RedisIncidents
 from opsbot.bot.redis.client import connect
+from opsbot.bot.runbooks import InProcessRunStore, RunRecord, StepRecord
 from opsbot.bot.telemetry.audit import AuditRecord, RedisAudit
 from opsbot.config.policy import Access, Policy, Principal
 from opsbot.config.settings import SAMPLE_CONFIG, IncidentMemory, MemorySettings
@@ -184,14 +185,15 @@ def test_the_fix_is_credited_to_the_approver_the_audit_trail_names(store, redis_
     """The approver comes from the approval's audit record; what someone wrote in the chat does not count."""
     audit = RedisAudit(connect(redis_server.url), ttl_s=3600)
     thread = "slack:T1:C1:1.1"
-    for kind, who, status in (
-        ("approval_requested", "slack:U1", None),
-        ("approval_decided", "slack:U2", "approved"),
-        ("write_run", "slack:U2", "ok"),
+    for kind, who, tool, request, status in (
+        ("approval_requested", "slack:U1", "restart", "r1", None),
+        ("approval_decided", "slack:U2", "restart", "r1", "approved"),
+        ("write_run", "slack:U2", "restart", "r1", "ok"),
+        ("approval_requested", "slack:U1", "rollback", "r2", None),
+        ("approval_decided", "slack:U3", "rollback", "r2", "denied"),
     ):
-        audit.record(
-            AuditRecord.made(kind, who=who, thread=thread, tool="restart", request="r1", status=status)  # type: ignore[arg-type]
-        )
+        made = AuditRecord.made(kind, who=who, thread=thread, tool=tool, request=request, status=status)  # type: ignore[arg-type]
+        audit.record(made)
     memory = recollection(store, sample.policy, audit=audit)
     store.clock = lambda: datetime.now(UTC).timestamp()
     memory.remember(
@@ -204,6 +206,15 @@ def test_the_fix_is_credited_to_the_approver_the_audit_trail_names(store, redis_
     assert "fixed by restart, approved by slack:U2" in shown, shown
     assert "mallory" not in shown.split("fixed by")[1]
     assert "in C1:" in shown and "(https://slack.com/archives/C1/p11)" in shown
+    assert "rollback" not in shown, "a denied write fixed nothing"
+    [record] = store.updated_since(0)
+    assert [(c.command, c.status, c.approved_by, c.denied_by) for c in record.commands if c.write] == [
+        ("restart", "ok", "slack:U2", None),
+        ("rollback", "denied", None, "slack:U3"),
+    ]
+    handed = memory.handoff(datetime.now(UTC).timestamp() - 600, "10m", thread, ASKER)
+    assert "approval_decided slack:U3: thread=slack:T1:C1:1.1 rollback request=r2 -> denied" in handed, handed
+    assert "write_run slack:U2: thread=slack:T1:C1:1.1 restart request=r1 -> ok" in handed
 
 
 # ---------------------------------------------------------------- Slack: recorded after a run, recalled, /ops
@@ -329,3 +340,45 @@ def test_opsbot_chat_records_its_answers_and_history_and_handoff_read_them(tmp_p
         term.enter("handoff --since 1h")
         screen = term.wait_for("finding:")
         assert "question" in screen and "why are payments timing out?" in screen and "query_logs" in screen
+
+
+# ---------------------------------------------------------------- runbook runs and the handoff
+
+
+def a_run(status: str, thread: str, **fields: Any) -> RunRecord:
+    at = datetime.now(UTC)
+    steps = [
+        StepRecord(id="look", kind="tool", status="ok"),
+        StepRecord(id="approve", kind="approval", status="approved", decided_by="U2"),
+        StepRecord(id="explain", kind="explain", status="ok", output="Disk full on payments: the ledger volume."),
+    ]
+    origin = {"team": "T1", "channel": "C1", "thread_ts": "1.1", "thread": thread, "alert_name": "DiskFull"}
+    return RunRecord(
+        id="run-1", runbook="disk-full", params={"service": "payments"}, status=status, steps=steps,  # type: ignore[arg-type]
+        origin=origin, created_at=at, updated_at=at, requested_by=Principal(platform="webhook", user="alertmanager"),
+        **fields,
+    )  # fmt: skip
+
+
+def test_a_finished_runbook_run_leaves_a_record_and_the_handoff_tells_it(store, redis_server, sample) -> None:
+    thread = "slack:T1:C1:1.1"
+    audit = RedisAudit(connect(redis_server.url), ttl_s=3600)
+    audit.record(
+        AuditRecord.made("tool_call", who="webhook:alertmanager", thread=thread, run="run-1", tool="run_command")
+    )
+    runs = InProcessRunStore()
+    run = a_run("succeeded", thread)
+    runs.create(run)
+    store.clock = lambda: datetime.now(UTC).timestamp()
+    memory = Recollection(ON, policy=sample.policy, store=store, audit=audit, runs=runs.load)
+    record = memory.remember_run(run, "C1", link="https://slack.com/archives/C1/p11")
+    assert record is not None and record.services == ["payments"] and record.alerts == ["DiskFull"]
+    assert (
+        record.cause == "Disk full on payments: the ledger volume." and record.outcome == "runbook disk-full succeeded"
+    )
+    assert "Disk full on payments" in memory.history("payments disk full", ASKER)
+    shown = memory.handoff(datetime.now(UTC).timestamp() - 3600, "1h", None, ASKER)
+    assert "runbook webhook:alertmanager: disk-full started for alert DiskFull service=payments" in shown
+    assert "disk-full succeeded: look ok, approve approved by U2, explain ok" in shown
+    assert "finding: Disk full on payments: the ledger volume." in shown
+    assert memory.handoff(datetime.now(UTC).timestamp() - 3600, "1h", "slack:T1:C9:9.9", ASKER).startswith("Nothing")

@@ -71,7 +71,8 @@ def _of_audit(record: AuditRecord) -> Entry:
 
 def _of_run(run: RunRecord) -> list[Entry]:
     origin = run.origin
-    because = f" for alert {origin['alert']}" if "alert" in origin else ""
+    alert = origin.get("alert_name") or origin.get("alert")
+    because = f" for alert {alert}" if alert else ""
     asked = f"{run.requested_by.platform}:{run.requested_by.user}" if run.requested_by else None
     thread = origin.get("thread")
     params = " ".join(f"{k}={v}" for k, v in sorted(run.params.items()))
