@@ -187,17 +187,10 @@ class Recollection:
         self, before: IncidentRecord | None, thread: str, channel: str, link: str | None, new: Learnt
     ) -> IncidentRecord:
         now = self.store.clock()
-        old = before or IncidentRecord.model_construct(
-            at=datetime.fromtimestamp(now, UTC),
-            link=None,
-            services=[],
-            alerts=[],
-            labels={},
-            questions=[],
-            findings=[],
-            cause="",
-            commands=[],
-            outcome="",
+        stamp = datetime.fromtimestamp(now, UTC)
+        # A thread's first record starts from an empty one, so old and new merge the same way.
+        old = before or IncidentRecord(
+            id=record_id(thread), thread=thread, channel=channel, at=stamp, updated=stamp, expires_at=now
         )
         return IncidentRecord.made(
             id=record_id(thread),
@@ -205,7 +198,7 @@ class Recollection:
             channel=channel,
             link=link or old.link,
             at=old.at,
-            updated=datetime.fromtimestamp(now, UTC),
+            updated=stamp,
             services=sorted({*old.services, *new.services}),
             alerts=sorted({*old.alerts, *new.alerts}),
             labels={**old.labels, **new.labels},

@@ -9,7 +9,7 @@ approval store and the audit trail recorded them (`slack:U123`), never as a chat
 from __future__ import annotations
 
 import hashlib
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -101,10 +101,6 @@ def first_sentence(text: str) -> str:
     line = next((part.strip(" #*-_>`") for part in text.strip().splitlines() if part.strip(" #*-_>`")), "")
     end = min((i for i in (line.find(". "), line.find("; ")) if i > 0), default=len(line))
     return line[: end + 1 if end < len(line) else end]
-
-
-def now_utc() -> datetime:
-    return datetime.now(UTC)
 
 
 def _cut(text: str, size: int = MAX_TEXT) -> str:
