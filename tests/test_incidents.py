@@ -382,3 +382,27 @@ def test_a_finished_runbook_run_leaves_a_record_and_the_handoff_tells_it(store, 
     assert "disk-full succeeded: look ok, approve approved by U2, explain ok" in shown
     assert "finding: Disk full on payments: the ledger volume." in shown
     assert memory.handoff(datetime.now(UTC).timestamp() - 3600, "1h", "slack:T1:C9:9.9", ASKER).startswith("Nothing")
+
+
+def test_an_alerts_runbook_run_is_recorded_and_the_alert_is_in_the_handoff(incident_stack) -> None:
+    from tests.test_slack_runbooks import alerts_of, deliver, run_ended
+
+    stack = incident_stack(lambda body: ModelReply(content="The root filesystem is 91% full; old logs fill it."))
+    [alert] = alerts_of("alertmanager_disk_filling")
+    deliver(stack, alert)
+    assert stack.slack.wait_for(lambda: stack.slack.messages("CALERTS"), 15)
+    root = stack.slack.messages("CALERTS")[0]
+    assert stack.slack.wait_for(lambda: run_ended(stack, "CALERTS", root["ts"]), 15)
+    assert stack.idle()
+    stack.command("history root filesystem full", key="history")
+    assert stack.slack.wait_for(lambda: stack.slack.responses("history"), 10)
+    shown = stack.slack.responses("history")[0]["text"]
+    assert "in CALERTS: The root filesystem is 91% full;" in shown and "runbook disk-filling succeeded" in shown
+    assert f"archives/CALERTS/p{root['ts'].replace('.', '')}" in shown
+    stack.command("handoff", key="handoff")
+    assert stack.slack.wait_for(lambda: stack.slack.responses("handoff"), 10)
+    handed = stack.slack.responses("handoff")[0]["text"]
+    fired = handed.index("alert_fired webhook:alertmanager:")
+    assert "DiskFilling(" in handed[fired:] and "-&gt; firing" in handed[fired:]
+    assert fired < handed.index("runbook webhook:alertmanager: disk-filling started for alert DiskFilling path=/")
+    assert "disk-filling succeeded: mount ok, all-disks ok, memory ok, explain ok" in handed

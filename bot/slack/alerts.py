@@ -47,6 +47,7 @@ from ..charts import chart_of
 from ..redis.client import REDIS_ERRORS, RedisClient
 from ..runbooks import RunbookEngine, RunRefused
 from ..telemetry import metrics
+from ..telemetry.audit import Audit, AuditRecord, Kind, LoggedAudit
 from .alert_groups import AlertGroups, Claim
 from .blocks import escape, group_blocks
 from .charts import share_charts
@@ -95,8 +96,11 @@ class AlertRouter:
         owner: str,
         prefix: str = "opsbot:alerts",
         metrics: Executor | None = None,
+        audit: Audit | None = None,
     ) -> None:
-        """`metrics` runs query_metrics for the chart of an alert that names its source (none: no charts)."""
+        """`metrics` runs query_metrics for the chart of an alert that names its source (none: no
+        charts); `audit` keeps each alert's firing and resolving, for a handoff."""
+        self.audit = audit or LoggedAudit()
         self.policy = policy
         self.metrics = metrics
         self.engine = engine
@@ -137,6 +141,7 @@ class AlertRouter:
         episode = self._resolved_episode(alert)
         self.groups.record(alert, "resolved before it was handled" if episode else "firing")
         thread = self._message(alert, channel)
+        self._audit("alert_fired", alert, thread)
         remembered = {"team": thread.team, "channel": channel, "thread_ts": thread.thread_ts}
         self.redis.set(f"{self.prefix}:thread:{alert.key}", json.dumps(remembered), ex=_THREAD_TTL_S)
         if episode:
@@ -268,6 +273,7 @@ class AlertRouter:
         known = json.loads(raw)
         thread = ThreadRef(team=known["team"], channel=known["channel"], thread_ts=known["thread_ts"])
         self.groups.record(alert, "resolved")
+        self._audit("alert_resolved", alert, thread)
         for run_id in self.groups.runs_done_with(alert):  # every alert a run was for has resolved
             if not self.pool.submit(functools.partial(self._cancel, run_id)):
                 self._cancel(run_id)
@@ -283,6 +289,14 @@ class AlertRouter:
         replace(self.client, thread.channel, thread.thread_ts, escape(note), group_blocks(view))
         self._changed.pop(alert.group_id, None)
         self.groups.end_generation(alert)
+
+    def _audit(self, kind: Kind, alert: Alert, thread: ThreadRef) -> None:
+        """The alert's firing or resolving in the audit trail, in its thread; its labels as redacted."""
+        name = alert.labels.get("alertname", alert.title)
+        who = f"webhook:{alert.source}"
+        self.audit.record(
+            AuditRecord.made(kind, who=who, thread=thread.key, tool=name, args=alert.labels, status=alert.status)
+        )
 
     def _changed_group(self, alert: Alert, thread: ThreadRef) -> None:
         if not self._changed:

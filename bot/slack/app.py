@@ -208,6 +208,7 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         first_look=(lambda job: dispatcher.submit(job, here_when_full=True)) if agent.model is not None else None,
         owner=engine.owner,
         metrics=agent.executor,
+        audit=agent.audit,
     )
     intake = Intake(
         agent.memory,

@@ -1,8 +1,8 @@
 """The audit trail a security reviewer reads: every tool call (who asked, in which thread, the
 tool, its arguments as redacted, the result's status), every approval request and decision, every
-write command run. One JSON record each, on the `opsbot.audit` logger (wherever the deployment
-ships its logs), and, with Redis, in one stream kept for `audit.ttl_s`, which `opsbot audit`
-reads back.
+write command run, and the alerts that fired and resolved (a handoff tells them all, in order).
+One JSON record each, on the `opsbot.audit` logger (wherever the deployment ships its logs), and,
+with Redis, in one stream kept for `audit.ttl_s`, which `opsbot audit` reads back.
 
 Arguments and argv are redacted before they are recorded: the trail must not become the place a
 secret someone pasted is kept. Recording never fails the work it records: a Redis error is
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("opsbot.audit")
 
-Kind = Literal["tool_call", "approval_requested", "approval_decided", "write_run"]
+Kind = Literal["tool_call", "approval_requested", "approval_decided", "write_run", "alert_fired", "alert_resolved"]
 STREAM = "opsbot:audit"
 
 
