@@ -364,10 +364,11 @@ def history(ctx: click.Context, words: tuple[str, ...]) -> None:
 @main.command()
 @click.option("--since", default=HANDOFF_SINCE, show_default=True, help="How far back: 12h, 1d, or an ISO-8601 time.")
 @click.option("--thread", default=None, help="Only this thread (its key, as `opsbot audit` shows it).")
+@click.option("--summary", is_flag=True, help="The model's summary above the entries, which stay as recorded.")
 @click.pass_context
-def handoff(ctx: click.Context, since: str, thread: str | None) -> None:
-    """What happened, as recorded: questions, findings, commands, approvals, runbook runs."""
-    _remembered(ctx, Handoff(since=since, thread=thread))
+def handoff(ctx: click.Context, since: str, thread: str | None, summary: bool) -> None:
+    """What happened, as recorded: questions, findings, commands, approvals, alerts, runbook runs."""
+    _remembered(ctx, Handoff(since=since, thread=thread, summary=summary))
 
 
 def _remembered(ctx: click.Context, command: History | Handoff) -> None:

@@ -64,8 +64,9 @@ USAGE = """Direct commands (no model needed):
   mcp <server> <tool> [key=value ...]  call one tool; values typed as its schema says (JSON for lists
                                    and objects); a write tool waits for a person's approval
   history <words>                  past incidents like the words: where, the cause, the fix, who approved it
-  handoff [--since 12h] [--thread <key>]  what happened, as recorded: questions, findings, commands,
-                                   approvals, runbook runs
+  handoff [--since 12h] [--thread <key>] [--summary]  what happened, as recorded: questions,
+                                   findings, commands, approvals, alerts, runbook runs (--summary:
+                                   the model's summary above the entries, which stay as recorded)
   reset                            forget this thread's conversation
   help                             this list
 Anything else is a question for the model."""
@@ -186,6 +187,7 @@ class Handoff(BaseModel):
 
     since: str = HANDOFF_SINCE
     thread: str | None = None
+    summary: bool = False
 
 
 class Question(BaseModel):
@@ -282,20 +284,27 @@ def _remembered(agent: Agent, parsed: History | Handoff, principal: Principal | 
     start = time_arg("--since", parsed.since, UTC, recollection.store.clock())
     if not isinstance(start, float):
         return CommandOutput(f"handoff --since {parsed.since!r}: {TIME_HINT}", ok=False)
-    return CommandOutput(recollection.handoff(start, parsed.since, parsed.thread, principal), ok=True)
+    if parsed.summary and agent.model is None:
+        return CommandOutput("handoff --summary needs a model: the timeline alone is `handoff`.", ok=False)
+    model = agent.model if parsed.summary else None
+    return CommandOutput(recollection.handoff(start, parsed.since, parsed.thread, principal, model), ok=True)
 
 
 def _handoff(args: list[str]) -> Handoff | NotACommand:
-    """`handoff`, `--since 12h` (or `since=12h`), `--thread <key>`: each once, in any order."""
+    """`handoff`, `--since 12h` (or `since=12h`), `--thread <key>`, `--summary`: each once, in any order."""
     options: dict[str, str] = {}
-    words = list(args)
+    words, summary = list(args), False
     while words:
         word = words.pop(0)
         name, _, value = word.lstrip("-").partition("=")
+        if name == "summary" and not value and not summary:
+            summary = True
+            continue
         if name not in ("since", "thread") or name in options or not (value or words):
-            return NotACommand(name="handoff", why="Usage: handoff [--since 12h] [--thread <thread key>].")
+            why = "Usage: handoff [--since 12h] [--thread <thread key>] [--summary]."
+            return NotACommand(name="handoff", why=why)
         options[name] = value or words.pop(0)
-    return Handoff(**options)
+    return Handoff(**options, summary=summary)
 
 
 def _reset(agent: Agent, thread: str) -> CommandOutput:

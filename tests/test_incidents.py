@@ -325,6 +325,16 @@ def test_a_terminal_answer_is_recorded_and_found_by_history_and_handoff(tmp_path
     assert "tool_call cli:" in lines[2] and "query_logs" in lines[2]
     bad = opsbot("handoff", "--since", "soon", cwd=tmp_path, REDIS_URL=redis_server.url)
     assert bad.returncode == 1 and "Traceback" not in bad.stderr + bad.stdout
+    # A summary is the model's, above the entries, which it is given as data and which stay as recorded.
+    with ModelServer(lambda body: ModelReply(content="Payments' pool is exhausted; nothing was restarted.")) as model:
+        env = {"OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "sk-test", "OPSBOT_MODEL": "scripted"}
+        summed = opsbot("handoff", "--since", "1h", "--summary", cwd=tmp_path, REDIS_URL=redis_server.url, **env)
+        [asked] = model.requests
+    assert summed.returncode == 0, summed.stderr
+    assert summed.stdout.startswith("Summary (the model's, of the entries below):\nPayments' pool is exhausted")
+    assert summed.stdout.rstrip().endswith(handed.stdout.rstrip())
+    assert "<<<\n" + "\n".join(line.strip() for line in lines[1:]) + "\n>>>" in asked["messages"][1]["content"]
+    assert asked.get("tools") is None
 
 
 def test_opsbot_chat_records_its_answers_and_history_and_handoff_read_them(tmp_path) -> None:

@@ -30,8 +30,10 @@ from ..incidents import (
     first_sentence,
     record_id,
     render,
+    summary,
     timeline,
 )
+from ..llm import Model
 from ..messages import Message
 from ..telemetry.audit import AuditReader, AuditRecord, who
 from .prompts import loop_note
@@ -238,8 +240,11 @@ class Recollection:
         head = f"Past incidents like {words!r}:" if not recalled.abstained else f"No clear match: {recalled.abstained}."
         return "\n".join([head, *(f"  {line}" for line in lines)])
 
-    def handoff(self, since_s: float, since: str, thread: str | None, principal: Principal | None) -> str:
-        """`handoff`: what happened since `since_s` (epoch seconds), as recorded."""
+    def handoff(
+        self, since_s: float, since: str, thread: str | None, principal: Principal | None, model: Model | None = None
+    ) -> str:
+        """`handoff`: what happened since `since_s` (epoch seconds), as recorded; with `model`, its
+        summary of the entries above them."""
         start = datetime.fromtimestamp(since_s, UTC)
         try:
             audit = list(self.audit.read(since_s, thread)) if self.audit is not None else []
@@ -250,7 +255,9 @@ class Recollection:
         incidents = [r for r in incidents if seen(r)]
         runs = self._runs({a.run for a in audit if a.run})
         entries = timeline(audit, runs, incidents, start, shown=self._shown(principal))
-        return render(entries, since)
+        if model is None or not entries:
+            return render(entries, since)
+        return f"Summary (the model's, of the entries below):\n{summary(model, entries)}\n\n{render(entries, since)}"
 
     def _runs(self, ids: Iterable[str]) -> list[RunRecord]:
         if self.runs is None:

@@ -2,7 +2,7 @@
 the past incidents a new question is like (recall.py), and a handoff built from what was recorded
 (handoff.py). docs/incidents.md tells it for operators."""
 
-from .handoff import Entry, render, timeline
+from .handoff import Entry, render, summary, timeline
 from .recall import LexicalRecall, Match, Recall, Recalled, Visible
 from .record import Asked, CommandRun, IncidentRecord, first_sentence, record_id
 from .store import Candidates, IncidentStore, IncidentsUnavailable, InProcessIncidents
@@ -25,6 +25,7 @@ __all__ = [
     "first_sentence",
     "record_id",
     "render",
+    "summary",
     "terms_of",
     "timeline",
 ]
