@@ -159,7 +159,8 @@ def test_channels_not_listed_and_direct_messages_are_not_recorded(store, sample)
     assert memory.remember("payments pool?", answered(POOL, "slack:T1:D42:1.1"), dm) is None
     listed = recollection(store, sample.policy, channels=frozenset({"C7", "D42"}))
     assert listed.remember("payments pool?", answered(POOL, "slack:T1:C1:1.1"), ASKER) is None
-    assert listed.remember("payments pool?", answered(POOL, "slack:T1:D42:1.1"), dm) is not None
+    kept = listed.remember("payments pool?", answered(POOL, "slack:T1:D42:1.1"), dm)
+    assert kept is not None and kept.services == ["payments"], "the service the question names, without a tool call"
     off = Recollection(IncidentMemory(), policy=sample.policy, store=store)
     assert off.remember("payments pool?", answered(POOL, "slack:T1:C1:1.1"), ASKER) is None
     assert off.history("payments", ASKER).startswith("Incident memory is off")

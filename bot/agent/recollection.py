@@ -31,6 +31,7 @@ from ..incidents import (
     record_id,
     render,
     summary,
+    terms_of,
     timeline,
 )
 from ..llm import Model
@@ -130,7 +131,8 @@ class Recollection:
             return None
         calls = [call for step in reply.steps for call in step.calls]
         services = {str(c.args["service"]) for c in calls if isinstance(c.args, dict) and "service" in c.args}
-        services |= {name for name in self.policy.services if name in question.lower().split()}
+        named = terms_of([question])  # "payments?" names payments too
+        services |= {name for name in self.policy.services if name.lower() in named}
         reads = [
             CommandRun(command=str(c.args["command"]), status=c.status.value)
             for c in calls
