@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from opsbot.bot.agent import Recollection, Reply, StopReason
-from opsbot.bot.incidents import IncidentStore
+from opsbot.bot.incidents import IncidentStore, InProcessIncidents
 from opsbot.bot.incidents.redis import RedisIncidents
 from opsbot.bot.redis.client import connect
 from opsbot.bot.runbooks import InProcessRunStore, RunRecord, StepRecord
@@ -50,10 +50,14 @@ def clock() -> Clock:
     return Clock()
 
 
-@pytest.fixture
-def store(redis_server: RedisServer, clock: Clock) -> RedisIncidents:
-    redis_server.flush()
-    return RedisIncidents(connect(redis_server.url), clock=clock)
+@pytest.fixture(params=["inprocess", "redis"])
+def store(request: pytest.FixtureRequest, clock: Clock) -> IncidentStore:
+    """Each test using this runs once per store: the two must behave alike."""
+    if request.param == "inprocess":
+        return InProcessIncidents(clock=clock)
+    server: RedisServer = request.getfixturevalue("redis_server")
+    server.flush()
+    return RedisIncidents(connect(server.url), clock=clock)
 
 
 def recollection(
