@@ -6,7 +6,8 @@ import from here. Below it, the loop's own helpers (budget, guards, context, sum
 tokens) and its words to people and the model (reply, prompts, answer_stream)."""
 
 from .loop import Agent
-from .recollection import Recollection, Style, recalled_text, seen_line
+from .recalled import Style, recalled_text, seen_line
+from .recollection import Recollection
 from .reply import CallRecord, Progress, Reply, Step, StepDecision, StopReason
 
 __all__ = [

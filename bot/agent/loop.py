@@ -64,7 +64,8 @@ from .prompts import (
     refused_text,
     stopped_text,
 )
-from .recollection import Recollection, seen_before_note
+from .recalled import seen_before_note
+from .recollection import Recollection
 from .reply import CallRecord, Progress, Reply, Step, StepDecision, StopReason
 from .summary import blocks_to_fold, write_summary
 from .tokens import CHARS_PER_TOKEN, message_tokens

@@ -1,8 +1,8 @@
 """Incident memory as the loop and the front ends use it (bot/incidents/ keeps and matches the
 records): recall before a run, a record after one, `history` and `handoff` for people.
 
-The loop asks `recall` as a run starts and gives the model the strong matches as a note (the
-words below, beside what they serve); front ends call `remember` when a run or a runbook run has
+The loop asks `recall` as a run starts and gives the model the strong matches as a note
+(recalled.py says them, to the model and to people); front ends call `remember` when a run or a runbook run has
 finished, with the thread's link, which only they know. Nothing here knows Slack. A store that
 fails never fails the work: recall then finds nothing and the record is logged as not kept.
 """
@@ -24,7 +24,6 @@ from ..incidents import (
     IncidentStore,
     IncidentsUnavailable,
     LexicalRecall,
-    Match,
     Recall,
     Recalled,
     first_sentence,
@@ -35,9 +34,8 @@ from ..incidents import (
     timeline,
 )
 from ..llm import Model
-from ..messages import Message
 from ..telemetry.audit import AuditReader, AuditRecord, who
-from .prompts import loop_note
+from .recalled import seen_line
 from .reply import Reply, StopReason
 
 if TYPE_CHECKING:  # runbooks are loaded where runs are (a handoff with Redis), not for every question
@@ -298,66 +296,3 @@ def _write_of(kinds: dict[str, AuditRecord]) -> CommandRun:
         approved_by=decided.who if decided is not None and verdict == "approved" else None,
         denied_by=decided.who if decided is not None and verdict == "denied" else None,
     )
-
-
-# ---------------------------------------------------------------------- words
-
-
-def ago(then: datetime, now: float) -> str:
-    seconds = max(now - then.timestamp(), 0)
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds >= size:
-            count = int(seconds // size)
-            return f"{count} {unit}{'s' if count > 1 else ''} ago"
-    return "just now"
-
-
-@dataclass(frozen=True)
-class Style:
-    """How a front end writes a recalled incident's parts: its text made safe, a channel, a person, a link."""
-
-    text: Callable[[str], str] = str
-    channel: Callable[[str], str] = str
-    person: Callable[[str], str] = str
-    link: Callable[[str], str] = str
-
-
-PLAIN = Style()
-
-
-def seen_line(match: Match, now: float, style: Style = PLAIN) -> str:
-    """One past incident for people: "3 days ago in C123: pool exhausted; fixed by
-    restart-payments, approved by slack:U1 (link)"."""
-    record = match.record
-    fixes = [
-        style.text(run.command) + (f", approved by {style.person(run.approved_by)}" if run.approved_by else "")
-        for run in record.fixes
-    ]
-    told = record.outcome not in ("", StopReason.answered.value)  # an answer is what a record is of
-    done = f"; fixed by {'; '.join(fixes)}" if fixes else (f"; {style.text(record.outcome)}" if told else "")
-    where = f" ({style.link(record.link)})" if record.link else f" (thread {style.text(record.thread)})"
-    cause = style.text(record.cause or "no cause recorded")
-    return f"{ago(record.updated, now)} in {style.channel(record.channel)}: {cause}{done}{where}"
-
-
-def recalled_text(recalled: Recalled | None, now: float, style: Style = PLAIN) -> str | None:
-    """What people are told of recall with an answer: the strong matches, or that it abstained
-    and why (nothing when no past incident shared the question's words)."""
-    if recalled is None or not recalled.matches:
-        return None
-    if recalled.abstained:
-        return f"Nothing recalled from past incidents: {style.text(recalled.abstained)}."
-    return "\n".join(["Seen before:", *(f"• {seen_line(m, now, style)}" for m in recalled.strong)])
-
-
-def seen_before_note(recalled: Recalled, now: float) -> Message | None:
-    """The strong matches for the model: compact, marked as memory, not as evidence of today."""
-    if not recalled.strong:
-        return None
-    lines = [f"- {seen_line(m, now)}" for m in recalled.strong]
-    text = (
-        "Seen before: past incidents like this question, "
-        "from opsbot's incident records. They are leads, not evidence about now: check with the tools "
-        "before you rely on one, and say when you do.\n" + "\n".join(lines)
-    )
-    return loop_note(text)
