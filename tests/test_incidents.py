@@ -421,3 +421,18 @@ def test_an_alerts_runbook_run_is_recorded_and_the_alert_is_in_the_handoff(incid
     assert "DiskFilling(" in handed[fired:] and "-&gt; firing" in handed[fired:]
     assert fired < handed.index("runbook webhook:alertmanager: disk-filling started for alert DiskFilling path=/")
     assert "disk-filling succeeded: mount ok, all-disks ok, memory ok, explain ok" in handed
+    # The same alert firing again, in a new group: its thread is told of the first, with its link.
+    again = alert.model_copy(update={"key": alert.key + "-again", "group": "again", "delivery": "d2"})
+    deliver(stack, again)
+
+    def roots() -> list[dict[str, Any]]:
+        return [m for m in stack.slack.messages("CALERTS") if m.get("thread_ts") in (None, m["ts"])]
+
+    assert stack.slack.wait_for(lambda: len(roots()) == 2, 15)
+    second = roots()[-1]
+    assert stack.slack.wait_for(lambda: run_ended(stack, "CALERTS", second["ts"]), 15)
+    assert stack.idle()
+    texts = [m["text"] for m in stack.slack.replies("CALERTS", second["ts"])]
+    [told] = [t for t in texts if "Seen before" in t] or [texts]
+    assert "in <#CALERTS>: The root filesystem is 91% full; runbook disk-filling succeeded" in told, told
+    assert f"<https://slack.com/archives/CALERTS/p{root['ts'].replace('.', '')}|thread>" in told

@@ -100,7 +100,7 @@ def first_sentence(text: str) -> str:
     """The cause as an answer states it first: its first sentence or line, without markup."""
     line = next((part.strip(" #*-_>`") for part in text.strip().splitlines() if part.strip(" #*-_>`")), "")
     end = min((i for i in (line.find(". "), line.find("; ")) if i > 0), default=len(line))
-    return line[: end + 1 if end < len(line) else end]
+    return line[: end + 1 if end < len(line) else end].rstrip(";")
 
 
 def _cut(text: str, size: int = MAX_TEXT) -> str:

@@ -41,6 +41,7 @@ from ...config.policy import Policy, Principal, Runbook, Trigger
 from ...config.settings import AlertSettings
 from ...tools.executor import Executor, ToolCall
 from ...tools.redact import redact_text
+from ..agent import Recollection, recalled_text
 from ..agent.prompts import alert_first_look
 from ..alerts import ALIVE_TTL_S, Alert, AlertQueue, alert_expression
 from ..charts import chart_of
@@ -49,7 +50,7 @@ from ..runbooks import RunbookEngine, RunRefused
 from ..telemetry import metrics
 from ..telemetry.audit import Audit, AuditRecord, Kind, LoggedAudit
 from .alert_groups import AlertGroups, Claim
-from .blocks import escape, group_blocks
+from .blocks import RECALLED, escape, group_blocks
 from .charts import share_charts
 from .delivery import WorkerPool
 from .jobs import Job, ThreadRef
@@ -97,10 +98,12 @@ class AlertRouter:
         prefix: str = "opsbot:alerts",
         metrics: Executor | None = None,
         audit: Audit | None = None,
+        recollection: Recollection | None = None,
     ) -> None:
         """`metrics` runs query_metrics for the chart of an alert that names its source (none: no
         charts); `audit` keeps each alert's firing and resolving, for a handoff."""
         self.audit = audit or LoggedAudit()
+        self.recollection = recollection  # past incidents like an alert whose runbook runs, told in its thread
         self.policy = policy
         self.metrics = metrics
         self.engine = engine
@@ -148,6 +151,7 @@ class AlertRouter:
             return
         self._chart(alert, thread)
         if match is not None:
+            self._recalled(alert, match.trigger, thread)
             self._run(alert, match.runbook, match.trigger, thread)
         elif self.settings.first_look and self.first_look is not None and self.groups.first_look(alert):
             details = "\n".join(f"{k}: {v}" for k, v in {**alert.labels, **alert.annotations}.items())
@@ -343,6 +347,20 @@ class AlertRouter:
                 if trigger.matches(alert.source, alert.labels):
                     return _Match(runbook, trigger)
         return None
+
+    def _recalled(self, alert: Alert, trigger: Trigger, thread: ThreadRef) -> None:
+        """Past incidents like `alert`, or why none is recalled, in its thread (an alert that gets a
+        first look has them from its run instead). Matched on its name and the labels its runbook
+        takes, as its run's record keeps them: hosts and devices would make every alert look new."""
+        if self.recollection is None:
+            return
+        asker = Principal(platform="webhook", user=alert.source, team=self.team, channel=thread.channel)
+        taken = [alert.labels[label] for label in trigger.params.values() if label in alert.labels]
+        text = " ".join([redact_text(alert.title), alert.labels.get("alertname", ""), *taken])
+        told = recalled_text(self.recollection.recall(text, asker, thread.key), time.time(), RECALLED)
+        if told:
+            marker = f"recalled:{alert.group_id}:{self.groups.generation(alert)}"
+            post_or_log(self.client, thread.channel, thread.thread_ts, marker, told, kind="opsbot_alert_note")
 
     def _say(self, thread: ThreadRef, marker: str, text: str) -> None:
         post_or_log(

@@ -209,6 +209,7 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         owner=engine.owner,
         metrics=agent.executor,
         audit=agent.audit,
+        recollection=agent.recollection,
     )
     intake = Intake(
         agent.memory,

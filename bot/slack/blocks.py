@@ -20,7 +20,7 @@ from ...tools.base import CallStatus
 from ...tools.inert import inert
 from ...tools.redact import redact_text
 from ...tools.text import cut_middle
-from ..agent import Reply, Step
+from ..agent import Reply, Step, Style
 from ..agent.prompts import UNCHECKED
 from ..alerts import Alert
 from ..approvals import Pending
@@ -454,3 +454,20 @@ def _args(args: Any) -> str:
 
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _person(who: str) -> str:
+    """An approver as the audit trail names them (`slack:U123`): mentioned when a Slack user."""
+    platform, _, user = who.partition(":")
+    return mention(user) if platform == "slack" else escape(who)
+
+
+_ARCHIVES = "https://slack.com/archives/"  # what ThreadRef.link writes: a record's link, when opsbot made it
+# Recalled incidents in a thread (after an answer, under an alert): their text escaped, channels,
+# approvers and thread links as Slack shows them.
+RECALLED = Style(
+    text=escape,
+    channel=lambda channel: own(f"<#{channel}>") if channel.isalnum() else escape(channel),
+    person=_person,
+    link=lambda url: own(f"<{url}|thread>") if url.startswith(_ARCHIVES) else escape(url),
+)

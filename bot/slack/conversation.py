@@ -16,7 +16,7 @@ from slack_sdk import WebClient
 from ...config.settings import SlackSettings
 from ...tools.commands import ApprovalRequest
 from ...tools.redact import redact_text
-from ..agent import Agent, Reply, StopReason, Style, recalled_text
+from ..agent import Agent, Reply, StopReason, recalled_text
 from ..agent.prompts import plain_fault_text, with_thread_context
 from ..approvals import Approvals, ApprovalsUnavailable, HandBack
 from ..charts import chart_of
@@ -26,11 +26,10 @@ from ..redis.client import REDIS_ERRORS
 from ..runbooks import RunbookEngine, RunRefused
 from ..telemetry import metrics
 from .approval_requests import SlackRequests
-from .blocks import context_line, escape, mention, output_blocks
+from .blocks import RECALLED, context_line, escape, mention, output_blocks
 from .delivery import Deferred
 from .jobs import Job
 from .outbound import GuardedWebhook, Outbound
-from .outside import own
 from .posting import PostFailed
 from .principals import Directory, approves_commands
 from .target import ResponseUrlTarget, Target, ThreadTarget
@@ -151,7 +150,7 @@ class Conversation:
         recollection = self.agent.recollection
         if recollection is None:
             return
-        told = recalled_text(reply.recalled, recollection.store.clock(), _RECALLED)
+        told = recalled_text(reply.recalled, recollection.store.clock(), RECALLED)
         if told:
             target.say(told, marker=f"{job.id}:recalled", kind=_NOTE_EVENT, check_first=job.resumed, written=True)
         recollection.remember(job.text, reply, job.principal, link=job.thread.link)
@@ -220,22 +219,6 @@ class Conversation:
                 marker=f"{job.id}:note",
                 kind=_NOTE_EVENT,
             )
-
-
-def _person(who: str) -> str:
-    """An approver as the audit trail names them (`slack:U123`): mentioned when a Slack user."""
-    platform, _, user = who.partition(":")
-    return mention(user) if platform == "slack" else escape(who)
-
-
-_ARCHIVES = "https://slack.com/archives/"  # what ThreadRef.link writes: a record's link, when opsbot made it
-# Recalled incidents in a thread: their text escaped, channels, approvers and thread links as Slack shows them.
-_RECALLED = Style(
-    text=escape,
-    channel=lambda channel: own(f"<#{channel}>") if channel.isalnum() else escape(channel),
-    person=_person,
-    link=lambda url: own(f"<{url}|thread>") if url.startswith(_ARCHIVES) else escape(url),
-)
 
 
 def _plain(reply: Reply) -> Reply:
