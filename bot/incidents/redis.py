@@ -23,12 +23,14 @@ from .terms import AS_IF_RECORDS
 
 _BASE = "opsbot:incidents:{i}"
 COMMON = 0.1  # a term held by more than this share of the live records brings no candidates of its own
+NEWEST = 1000  # of the records holding a term, the newest this many bring candidates
 # The candidates, in Redis: reading every id of a common term's set into Python costs far more
 # than ranking them where they are. KEYS: the expiry set, then one set per term; ARGV: now, the id
 # to leave out, how many, the share of live records past which a term is too common to bring
-# candidates (it still weighs in the score), the fewest records rarity is judged among. Returns
-# the live records' count, each term's, and the best ids by the summed rarity (terms.rarity's
-# formula) of the terms that brought them.
+# candidates (it still weighs in the score), the fewest records rarity is judged among, how many
+# of a term's records (the newest: a set is scored by expiry) bring candidates. Returns the live
+# records' count, each term's, and the best ids by the summed rarity (terms.rarity's formula) of
+# the terms that brought them.
 _CANDIDATES = """
 local now = '(' .. ARGV[1]
 local total = redis.call('ZCOUNT', KEYS[1], now, '+inf')
@@ -44,7 +46,7 @@ for i = 2, #KEYS do
   local count = holding[i - 1]
   if count > 0 and (count <= common or i == rarest) then
     local weight = math.log(1 + (judged - count + 0.5) / (count + 0.5))
-    for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[i], now, '+inf')) do
+    for _, id in ipairs(redis.call('ZREVRANGEBYSCORE', KEYS[i], '+inf', now, 'LIMIT', 0, ARGV[6])) do
       if id ~= ARGV[2] then
         if summed[id] == nil then summed[id] = 0; seen[#seen + 1] = id end
         summed[id] = summed[id] + weight
@@ -117,7 +119,7 @@ class RedisIncidents:
     def candidates(self, terms: list[str], limit: int, exclude: str | None = None) -> Candidates:
         keys = [f"{_BASE}:exp", *(f"{_BASE}:t:{term}" for term in terms)]
         try:
-            args: list[str | int | float] = [repr(self.clock()), exclude or "", limit, COMMON, AS_IF_RECORDS]
+            args: list[str | int | float] = [repr(self.clock()), exclude or "", limit, COMMON, AS_IF_RECORDS, NEWEST]
             answer = self._candidates(keys=keys, args=args, client=self.redis)
         except REDIS_ERRORS as exc:
             raise IncidentsUnavailable(str(exc)) from exc
