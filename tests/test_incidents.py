@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from opsbot.bot.agent import Recollection, Reply, StopReason
-from opsbot.bot.incidents import IncidentStore, InProcessIncidents
+from opsbot.bot.incidents import IncidentStore, InProcessIncidents, record_id
 from opsbot.bot.incidents.redis import RedisIncidents
 from opsbot.bot.redis.client import connect
 from opsbot.bot.runbooks import InProcessRunStore, RunRecord, StepRecord
@@ -436,3 +436,18 @@ def test_an_alerts_runbook_run_is_recorded_and_the_alert_is_in_the_handoff(incid
     [told] = [t for t in texts if "Seen before" in t] or [texts]
     assert "in <#CALERTS>: The root filesystem is 91% full; runbook disk-filling succeeded" in told, told
     assert f"<https://slack.com/archives/CALERTS/p{root['ts'].replace('.', '')}|thread>" in told
+
+
+def test_of_a_terms_records_the_newest_bring_candidates(redis_server, clock, sample, monkeypatch) -> None:
+    """A cap on the ids a term brings keeps recall fast (docs/benchmarks.md); what it keeps is the newest."""
+    from opsbot.bot.incidents import redis as incidents_redis
+
+    monkeypatch.setattr(incidents_redis, "NEWEST", 1)
+    redis_server.flush()
+    store = RedisIncidents(connect(redis_server.url), clock=clock)
+    memory = recollection(store, sample.policy)
+    for n, answer in enumerate(("Old: the pool was exhausted.", "New: the pool was exhausted again.")):
+        clock.now += 86400 * n
+        memory.remember("payments pool exhausted", answered(answer, f"slack:T1:C1:{n}.1"), ASKER)
+    assert store.candidates(["payments"], 10).ids == [record_id("slack:T1:C1:1.1")]
+    assert store.candidates(["payments"], 10).holding == {"payments": 2}, "rarity still counts every record"
