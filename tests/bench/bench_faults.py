@@ -130,6 +130,7 @@ FAULTS = [
     Fault("redis restart, no persistence", restart_redis),
     Fault("redis restart, AOF", restart_redis, redis="aof"),
     Fault("redis restart, no persistence, 20 threads x 5", restart_redis, threads=20, per_thread=5),
+    Fault("redis restart, AOF, 20 threads x 5", restart_redis, redis="aof", threads=20, per_thread=5),
     Fault("sentinel failover", lambda setup: setup.redis.failover(), redis="sentinel"),
     Fault("slow Slack (20 s posts)", lambda setup: None, env={"OPSBOT_SLACK__STREAM": "false"}, before=slow_slack),
     Fault("429 storm", storm(429)),
