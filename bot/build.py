@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ..config.policy import Principal
+from ..config.policy import Policy, Principal
 from ..config.settings import FallbackModel, Settings
 from ..tools.base import Registry, ToolResult
 from ..tools.catalog import ops_tools
@@ -118,4 +118,10 @@ def build_agent(settings: Settings) -> Agent:
         memory_settings=settings.memory,
         audit=audit,
         recollection=build_recollection(settings, audit),
+        subjects=subjects(settings.policy),
     )
+
+
+def subjects(policy: Policy) -> list[str]:
+    """What a question may name that the tools can look at: the policy's services and config roots."""
+    return [*policy.services, *policy.config_files]

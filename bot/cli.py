@@ -26,12 +26,12 @@ from ..config.settings import SAMPLE_CONFIG, Settings, environment_problems
 from ..tools.base import ToolResult
 from ..tools.logs import TIME_HINT, time_arg
 from .agent import Progress, recalled_text
-from .agent.prompts import UNCHECKED, no_model_text
+from .agent.prompts import no_model_text
 from .build import build_agent
 from .charts import chart_of
 from .commands import HANDOFF_SINCE, Handoff, History, Question, decide, run_command
 from .config_check import check_config_file
-from .terminal import TERMINAL_USER, InertFormatter, PlainProgress, console, echo, show_charts
+from .terminal import TERMINAL_USER, InertFormatter, PlainProgress, checked_lines, console, echo, say, show_charts
 from .version import VERSION
 
 EXIT_CONFIG = 2
@@ -220,9 +220,10 @@ def ask(ctx: click.Context, question: str, thread: str, as_json: bool) -> None:
         told = recalled_text(reply.recalled, time.time())
         if told:
             echo(told, err=True, fg="bright_black")
-        if not reply.checked:
-            # Beside the steps on stderr: stdout stays the answer alone, for whoever pipes it.
-            echo(UNCHECKED, err=True, fg="yellow")
+        for line, style in checked_lines(reply):
+            # Beside the steps on stderr, whose lines the footnotes point at: stdout stays the
+            # answer alone, for whoever pipes it.
+            say(console(sys.stderr), line, style)
     if agent.recollection is not None:
         agent.recollection.remember(question, reply, TERMINAL_USER)
     if reply.stop_reason in ("no_model", "no_answer", "llm_unavailable", "memory_unavailable", "busy"):

@@ -560,7 +560,8 @@ def test_a_long_turn_is_fitted_to_the_prompt_budget(model_server, make_agent):
         assert len(json.dumps(body["messages"])) < 3000 * 4 * 1.3
         assert_well_paired(body)
     last = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
-    assert "left out to fit the context" in last[0] and last[-1].startswith('{"ok":true'), "oldest elided, newest kept"
+    assert "left out to fit the context" in last[0], "oldest elided"
+    assert last[-1].startswith('{"step":6,"ok":true'), "newest kept, its step first"
 
 
 def test_a_refused_request_says_what_to_do(model_server, make_agent):

@@ -22,6 +22,7 @@ from slack_sdk.socket_mode.client import BaseSocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
+from opsbot.bot.agent import UNBACKED
 from opsbot.bot.agent.prompts import UNCHECKED
 from opsbot.bot.slack.app import build_slack_app
 from opsbot.config.policy import Command, Policy
@@ -124,7 +125,8 @@ def test_a_mention_gets_one_answer_in_its_thread_with_its_steps_shown(make_stack
     [answer] = answered(stack, "C1", mention["ts"])
     assert answer_text(answer) == "db down"
     assert "query_logs" in answer["text"] and "service=checkout" in answer["text"], "steps streamed into the answer"
-    [context] = context_texts(answer)
+    [warning, context] = context_texts(answer)
+    assert warning == f":warning: {UNBACKED}", "nothing the answer states is in the logs it read"
     assert "2 step(s)" in context and "2 model call(s)" in context and "tokens" in context
     [feedback] = blocks_of(answer, "actions")
     assert [e["action_id"] for e in feedback["elements"]] == ["opsbot_feedback_good", "opsbot_feedback_bad"]

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from slack_sdk import WebClient
 
-from opsbot.bot.agent import Agent
+from opsbot.bot.agent import UNBACKED, Agent
 from opsbot.bot.agent import Reply as RunReply
 from opsbot.bot.agent.prompts import CUT_ANSWER, UNCHECKED
 from opsbot.bot.llm import ModelClient
@@ -133,22 +133,24 @@ def run_with(model_server: Callable[[Policy], ModelServer], sample: Settings) ->
 
 
 def test_answer_lines_go_out_together_at_most_once_a_second_below_the_steps(run_with) -> None:
-    answer = "line 1\nline 2\nline 3\nline 4\nline 5\nline <6>"
+    # Words, not numbers: nothing here is a claim the check would mark (test_evidence.py has those).
+    answer = "line a\nline b\nline c\nline d\nline e\nline <f>"
     run = run_with(script(Reply(calls=[Call("list_services", {})]), Reply(content=answer)))
 
     [step, *appends] = run.streamed()
     assert step.startswith(STEP) and step.endswith("\n")
     # Lines come 0.4 s apart: the first two wait for the third, 1.2 s after the step was shown.
     # A word goes once it ends (so no URL is split between two appends): the last, never ended, with the stop.
-    assert appends == ["\nline 1\nline 2\nline 3\n", "line 4\nline 5\nline "]
+    assert appends == ["\nline a\nline b\nline c\n", "line d\nline e\nline "]
     stop = run.stop()
-    assert streamed(stop) == "&lt;6&gt;"
+    assert streamed(stop) == "&lt;f&gt;"
     assert stop.args["metadata"] == {"event_type": "opsbot_answer", "event_payload": {"job": "job1"}}
-    assert [b["type"] for b in stop.args["blocks"]] == ["context", "actions"], "no second copy of the answer"
+    assert [b["type"] for b in stop.args["blocks"]] == ["context", "context", "actions"], "no second copy of the answer"
+    assert stop.args["blocks"][0]["elements"][0]["text"] == f":warning: {UNBACKED}", "it states nothing the tools found"
     [message] = run.replies()
     assert message["ts"] == run.answer_ts
-    assert message["text"] == f"{step}\nline 1\nline 2\nline 3\nline 4\nline 5\nline &lt;6&gt;"
-    assert shown(message).count("line 1") == 1 and UNCHECKED not in shown(message)
+    assert message["text"] == f"{step}\nline a\nline b\nline c\nline d\nline e\nline &lt;f&gt;"
+    assert shown(message).count("line a") == 1 and UNCHECKED not in shown(message)
     assert not run.slack.calls("chat.update") and not run.slack.calls("chat.postMessage")
 
 

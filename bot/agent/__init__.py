@@ -3,23 +3,34 @@ explained (loop.py).
 
 This is the loop's face: front ends (the terminal, Slack, runbooks, eval) and the Python API
 import from here. Below it, the loop's own helpers (budget, guards, context, summary, findings,
-tokens) and its words to people and the model (reply, prompts, answer_stream)."""
+tokens), the check of its answers against the tools' results (evidence/), and its words to people
+and the model (reply, prompts, answer_stream)."""
 
+from .evidence import MARK, UNBACKED, Citation, Evidence, Finding, Said, Span, evidence_lines, marked
 from .loop import Agent
 from .recalled import Style, recalled_text, seen_line
 from .recollection import Recollection
 from .reply import CallRecord, Progress, Reply, Step, StepDecision, StopReason
 
 __all__ = [
+    "MARK",
+    "UNBACKED",
     "Agent",
     "CallRecord",
+    "Citation",
+    "Evidence",
+    "Finding",
     "Progress",
     "Recollection",
     "Reply",
+    "Said",
+    "Span",
     "Step",
     "StepDecision",
     "StopReason",
     "Style",
+    "evidence_lines",
+    "marked",
     "recalled_text",
     "seen_line",
 ]

@@ -54,10 +54,11 @@ def _split_turns(blocks: list[Block]) -> list[list[Block]]:
 
 def _elided(message: Message) -> Message:
     try:
-        status = "ok" if json.loads(message.content or "{}").get("ok") else "error"
+        result = json.loads(message.content or "{}")
+        status, step = ("ok" if result.get("ok") else "error"), result.get("step")
     except (ValueError, AttributeError):
-        status = "unknown"
-    stand_in = json.dumps(
-        {"elided": f"this {status} result was left out to fit the context; call again, narrower, if it is needed"}
-    )
+        status, step = "unknown", None
+    said = f"this {status} result was left out to fit the context; call again, narrower, if it is needed"
+    # Its step stays: what the answer cites from it still points at the right line.
+    stand_in = json.dumps({"step": step, "elided": said} if step is not None else {"elided": said})
     return Message.tool(message.tool_call_id or "", stand_in)

@@ -42,6 +42,7 @@ from ..telemetry.calls import TracedExecutor, audited
 from .answer_stream import AnswerLines
 from .budget import CallBudget, Refusal
 from .context import fit_prompt
+from .evidence import STEP_FIELD_CHARS, Evidence, Ran, Source, check_answer, not_looked_at, numbered, result_source
 from .findings import findings_text
 from .guards import LoopGuard, Verdict, call_key, canonical_arguments
 from .prompts import (
@@ -86,9 +87,13 @@ class Agent:
         system_prompt: str = SYSTEM_PROMPT,
         audit: Audit | None = None,
         recollection: Recollection | None = None,
+        subjects: Iterable[str] = (),
     ) -> None:
         self.model = model
         self.recollection = recollection
+        # What a question may name that the tools can look at (the policy's services and config
+        # roots): named but never asked about, it is "not looked at" in the reply.
+        self.subjects = tuple(subjects)
         self.audit = audit or LoggedAudit()
         self.memory = memory
         self.registry = tools if isinstance(tools, Registry) else Registry(tools)
@@ -138,6 +143,7 @@ class Agent:
                 run=run.run_id,
                 stop_reason=reply.stop_reason.value,
                 answer=reply.text,
+                evidence=_evidence_counts(reply.evidence),
                 steps=len(reply.steps),
                 duration_s=round(reply.duration_s, 3),
                 **reply.usage.model_dump(),
@@ -195,6 +201,9 @@ class _Run:
     approvals: list[ApprovalRequest] = field(default_factory=list)
     # Every call of this turn and what came of it: for a reply the model did not write.
     outcomes: list[Outcome] = field(default_factory=list)
+    # This turn's results as the model was given them, by step: what the answer is checked against.
+    sources: list[Source] = field(default_factory=list)
+    question: str = ""
     partial: str = ""  # an answer cut at the output limit, being continued
     # When the last model call's text was first shown (streamed), and the cut part's of an answer
     # being continued: the time to first answer is the answer's, not a preamble to tool calls'.
@@ -210,7 +219,8 @@ class _Run:
         agent, limits = self.agent, self.agent.limits
         state = agent.memory.load(self.thread, new_turn=True)
         # A secret pasted into a question is no more the model's business than one in a log line.
-        user = Block(messages=[Message.user(redact_text(text))])
+        self.question = redact_text(text)
+        user = Block(messages=[Message.user(self.question)])
         agent.memory.append(self.thread, [user])
         turn_blocks: list[Block] = [user]
         self._recall(text)
@@ -284,6 +294,7 @@ class _Run:
             self.notes.append((len(turn_blocks), Block(messages=[Message.assistant(self.partial), continue_note()])))
             return _AskAgain(stop)
         answer = self._joined(answer, turn.content, turn.cut)
+        written = len(answer) - (len(CUT_ANSWER) if answer.endswith(CUT_ANSWER) else 0)
         step = Step(n=len(self.steps) + 1, decision=decision, preamble=preamble, note=ended, **_tokens(turn))
         # A nudge only while tools are on offer: on a last, tool-less step the reply says why it
         # stopped. A reply a filter stopped is not asked for again: it would be stopped again.
@@ -299,7 +310,10 @@ class _Run:
             return _Finished(self.reply(text, stop or StopReason.no_answer, ended=ended))
         if ended is not None and not turn.refusal:
             answer += f"\n\n({ended[0].upper()}{ended[1:]}.)"
-        return _Finished(self._finish(state, turn_blocks, answer, stop or StopReason.answered, ended))
+        finished = self._finish(
+            state, turn_blocks, answer, stop or StopReason.answered, ended, own=len(answer) - written
+        )
+        return _Finished(finished)
 
     def _cancelled(self) -> Reply:
         """The question given up: the thread's memory says so (every call stored has its result),
@@ -325,8 +339,16 @@ class _Run:
         return dataclasses.replace(turn, tool_calls=unique_ids(turn.tool_calls, known))
 
     def _finish(
-        self, state: ThreadState, turn_blocks: list[Block], answer: str, reason: StopReason, ended: str | None = None
+        self,
+        state: ThreadState,
+        turn_blocks: list[Block],
+        answer: str,
+        reason: StopReason,
+        ended: str | None = None,
+        own: int = 0,
     ) -> Reply:
+        """The answer stored and given; its last `own` characters are opsbot's notes (cut, ended),
+        not the model's claims."""
         # Before the answer is stored and the thread folded: a person has it from here on.
         self.first_answer_s = self._since(self.partial_shown_at or self.shown_at or time.monotonic())
         turn_blocks.append(Block(messages=[Message.assistant(answer)]))
@@ -335,13 +357,30 @@ class _Run:
         except MemoryUnavailable as exc:
             # The answer exists: give it, and say it may not be remembered.
             _log("answer_unsaved", thread=self.thread, run=self.run_id, error=str(exc))
-            return self.reply(answer + UNSAVED_ANSWER, reason, ended=ended)
+            evidence = self._checked(answer, own, state)
+            return self.reply(answer + UNSAVED_ANSWER, reason, ended=ended, evidence=evidence)
+        evidence = self._checked(answer, own, state)  # before folding: the window still holds every stored result
         try:
             self._fold(state, turn_blocks)
         except MemoryUnavailable as exc:
             # The answer is stored; the window stays over budget and is folded next turn.
             _log("fold_failed", thread=self.thread, run=self.run_id, error=str(exc))
-        return self.reply(answer, reason, checked=bool(self.outcomes) or not len(self.agent.registry), ended=ended)
+        checked = bool(self.outcomes) or not len(self.agent.registry)
+        return self.reply(answer, reason, checked=checked, ended=ended, evidence=evidence)
+
+    def _checked(self, answer: str, own: int, state: ThreadState) -> Evidence | None:
+        """The model's part of the answer checked against this turn's results and those the thread
+        keeps (None when no tool is offered: nothing could have backed it). Checked as the reply
+        gives it, redacted, so its spans point into the reply's text."""
+        if not len(self.agent.registry):
+            return None
+        shown = redact_text(answer)
+        evidence = check_answer(
+            shown[: len(shown) - own], self.question, [*_stored_sources(state.blocks), *self.sources]
+        )
+        calls = (Ran(c.tool, c.args, c.status.value) for s in self.steps for c in s.calls)
+        evidence.not_looked_at = not_looked_at(self.question, calls, self.agent.subjects)
+        return evidence
 
     def _tool_step(self, turn: ModelTurn, guard: LoopGuard, budget: CallBudget, turn_blocks: list[Block]) -> _AskAgain:
         """Run a step's calls and add its block to the turn; the model is asked again, without
@@ -356,8 +395,14 @@ class _Run:
         else:
             outcomes, refusal = self._outcomes(step_n, calls, guard, budget)
         self.outcomes.extend(outcomes)
+        rendered = [numbered(step_n, o.result.render()) for o in outcomes]
+        self.sources += [
+            result_source(step_n, o.call.name, r, o.call.arguments) for o, r in zip(outcomes, rendered, strict=True)
+        ]
         assistant = Message.assistant(turn.content, list(turn.tool_calls))
-        block = Block.tool_step(assistant, [Message.tool(o.call.id, o.result.render()) for o in outcomes])
+        block = Block.tool_step(
+            assistant, [Message.tool(o.call.id, r) for o, r in zip(outcomes, rendered, strict=True)]
+        )
         agent.memory.append(self.thread, [block], guard.changed())
         turn_blocks.append(block)
         stop: StopReason | None = None
@@ -418,7 +463,8 @@ class _Run:
             self.progress.on_tool_start(step_n, call.name, _shown_args(call.arguments))
         results = {}
         for outcome in agent.executor.run_many(to_run, self.principal):
-            capped = outcome.result.capped(agent.limits.max_result_tokens * CHARS_PER_TOKEN)
+            # The step number goes first in what the model is given: it counts within the cap.
+            capped = outcome.result.capped(agent.limits.max_result_tokens * CHARS_PER_TOKEN - STEP_FIELD_CHARS)
             guard.record(outcome.call, capped)
             results[call_key(outcome.call)] = Outcome(outcome.call, capped, outcome.attempts, outcome.duration_s)
         outcomes = []
@@ -530,6 +576,7 @@ class _Run:
         *,
         fault: Fault | None = None,
         ended: str | None = None,
+        evidence: Evidence | None = None,
     ) -> Reply:
         return Reply(
             thread=self.thread,
@@ -546,6 +593,7 @@ class _Run:
             model=next((s.model for s in reversed(self.steps) if s.model), None),
             charts=charts_of((o.call.name, o.result) for o in self.outcomes),
             recalled=self.recalled,
+            evidence=evidence,
         )
 
     def _known(self, tool: str) -> bool:
@@ -553,6 +601,18 @@ class _Run:
 
     def _since(self, moment: float) -> float:
         return max(moment - self.started, 0.0)
+
+
+def _stored_sources(blocks: list[Block]) -> list[Source]:
+    """Earlier turns' results the thread keeps, each with the call that made it."""
+    out: list[Source] = []
+    for block in blocks:
+        calls = {c.id: c for m in block.messages for c in m.tool_calls}
+        for message in block.messages:
+            call = calls.get(message.tool_call_id or "")
+            if message.role == "tool" and call is not None:
+                out.append(result_source(None, call.name, message.content or "", call.arguments))
+    return out
 
 
 def _refused(turn: ModelTurn) -> str:
@@ -566,6 +626,17 @@ def _log(event: str, **fields: Any) -> None:
     if trace is not None:
         fields["trace_id"] = trace
     log.info(json.dumps({"event": event, **fields}, ensure_ascii=False, default=str))
+
+
+def _evidence_counts(evidence: Evidence | None) -> dict[str, Any] | None:
+    if evidence is None:
+        return None
+    return {
+        "verified": len(evidence.citations) + len(evidence.findings),
+        "unsupported": len(evidence.unsupported),
+        "contradicted": len(evidence.contradicted),
+        "check_ms": evidence.check_ms,
+    }
 
 
 def _thinking(turn: ModelTurn | None) -> str | None:

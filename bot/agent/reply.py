@@ -13,6 +13,7 @@ from ..charts import Chart
 from ..faults import Fault
 from ..incidents import Recalled
 from ..llm import Usage
+from .evidence import Evidence
 
 
 class StopReason(StrEnum):
@@ -123,6 +124,12 @@ class Reply(BaseModel):
         default=None,
         description="past incidents like the question, or why none is recalled (memory.incidents): front ends "
         "show them with their links",
+    )
+    evidence: Evidence | None = Field(
+        default=None,
+        description="the answer checked against the thread's tool results (bot/agent/evidence): verified "
+        "citations and facts, unsupported and contradicted statements, what was not looked at; None when the "
+        "model wrote no answer or no tool was offered",
     )
 
 

@@ -7,7 +7,17 @@ when a chat starts, so `ask` and direct commands never load prompt_toolkit or ri
 
 from .charts import show_charts
 from .plain import PlainProgress
-from .screen import InertFormatter, console, echo
+from .screen import InertFormatter, console, echo, say
+from .steps import checked_lines
 from .user import TERMINAL_USER
 
-__all__ = ["TERMINAL_USER", "InertFormatter", "PlainProgress", "console", "echo", "show_charts"]
+__all__ = [
+    "TERMINAL_USER",
+    "InertFormatter",
+    "PlainProgress",
+    "checked_lines",
+    "console",
+    "echo",
+    "say",
+    "show_charts",
+]

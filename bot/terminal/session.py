@@ -17,8 +17,8 @@ from ...config.policy import Policy
 from ...tools.background import Job
 from ...tools.cancel import cancellable
 from ...tools.commands import ApprovalRequest
-from ..agent import Agent, Reply, StopReason, recalled_text
-from ..agent.prompts import UNCHECKED, no_model_text
+from ..agent import Agent, Reply, StopReason, marked, recalled_text
+from ..agent.prompts import no_model_text
 from ..charts import chart_of
 from ..commands import CommandOutput, Question, decide, run_command
 from .approvals import TerminalApprovals
@@ -29,6 +29,7 @@ from .live import LiveProgress
 from .plain import PlainProgress
 from .prompt import EditingPrompter, LinePrompter, Prompter
 from .screen import console, rendered, say
+from .steps import checked_lines
 from .user import TERMINAL_USER
 
 PROMPT = "you> "
@@ -151,7 +152,8 @@ class ChatSession:
             finally:
                 live.stop()
             if reply.stop_reason is not StopReason.cancelled:
-                live.finish(reply.text, None if reply.stop_reason == "answered" else "yellow")
+                # Rendered once, whole: each unsupported or contradicted claim marked where it stands.
+                live.finish(marked(reply.text, reply.evidence), None if reply.stop_reason == "answered" else "yellow")
         else:
             plain = PlainProgress(self.steps, self.out, prompt=ANSWER_PROMPT, style="cyan")
             reply = self._cancellable(lambda cancel: self._run(text, plain, cancel))
@@ -160,8 +162,9 @@ class ChatSession:
         show_charts(self.out, reply.charts)
         if reply.stop_reason is StopReason.cancelled:
             say(self.out, reply.text, "yellow")
-        elif not reply.checked:
-            say(self.out, UNCHECKED, "yellow")
+        else:
+            for line, style in checked_lines(reply):
+                say(self.out, line, style)
         say(self.out, f"  ({footer(reply)})", "bright_black")
         return reply
 

@@ -6,7 +6,8 @@ import json
 from typing import Any
 
 from ...tools.base import CallStatus
-from ..agent import CallRecord
+from ..agent import CallRecord, Reply, evidence_lines
+from ..agent.prompts import answer_warning
 
 # The model's own words about a step, set apart from opsbot's lines about it.
 PREAMBLE_STYLE = "italic"
@@ -35,3 +36,13 @@ def call_line(step: int, call: CallRecord) -> str:
 
 def call_style(call: CallRecord) -> str:
     return "green" if call.status is CallStatus.ok else "yellow"
+
+
+def checked_lines(reply: Reply) -> list[tuple[str, str]]:
+    """What the check of the answer found, as (line, style), after the answer: its flagged
+    statements, footnotes pointing at the step lines above, what was not looked at, and last,
+    above the footer, a warning when nothing backs it."""
+    lines = evidence_lines(reply.evidence) if reply.evidence is not None else []
+    said = [(s.line, "yellow" if s.warns else "bright_black") for s in lines]
+    warning = answer_warning(reply)
+    return [*said, *([(warning, "yellow")] if warning else [])]

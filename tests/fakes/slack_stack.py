@@ -15,7 +15,7 @@ from slack_bolt.request import BoltRequest
 from slack_bolt.response import BoltResponse
 
 from opsbot.bot.agent import Agent
-from opsbot.bot.build import build_audit, build_recollection, build_tools
+from opsbot.bot.build import build_audit, build_recollection, build_tools, subjects
 from opsbot.bot.llm import ModelClient
 from opsbot.bot.memory.redis import RedisMemory
 from opsbot.bot.redis.client import RedisClient
@@ -82,6 +82,7 @@ class Stack:
             memory_settings=self.settings.memory,
             audit=audit,
             recollection=build_recollection(self.settings, audit),
+            subjects=subjects(self.settings.policy),
         )
         self.built = build_slack_app(self.settings, http=True, agent=agent)
         self.built.app.client.timeout = CLIENT_TIMEOUT_S

@@ -1,0 +1,256 @@
+"""The check: an answer against the thread's tool results, in code, never by asking the model.
+
+Each citation's step must have run, and its quote must be in that step's result or another of the
+thread's (whitespace aside, after the same redaction). Each fact must be in some result: a name
+as written (case aside), a number by value (10 is 10.0, 5GB is 5 GB, 200ms is 0.2s, 870ms may be
+869.7 ms). A number or pair said of a key (`pool_size`, "the pool size") is looked up under that
+key first: the same value there verifies it, only other values contradict it, quoted.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ....tools.redact import redact_text
+from .citations import Cited, citations
+from .facts import Fact, Kind, Quantity, facts, key_words, quantity, sentence
+from .model import Citation, Evidence, Finding, Span
+from .sources import Haystack, Source
+
+SHOWN_CHARS = 160
+# Markdown around a statement (table pipes, emphasis, a heading's or a list's mark): not quoted with it.
+_MARKUP = re.compile(r"\||\*\*|__|^\s*(?:#+|>|[-*]|\d+[.)])\s")
+_PAIR = re.compile(r"(?P<k>[A-Za-z_][\w.\-]*)[\"']?[ \t]*(?::|=)[ \t]*[\"']?(?P<v>[^\s\"',}#;\]]+)")
+_PROSE = re.compile(
+    r"(?P<k>[A-Za-z_][\w.\-]*(?:[ \t]+[A-Za-z_][\w.\-]*){0,3})[ \t]+(?:is|was|are|were)[ \t]+(?P<v>[^\s\"',}#;\]]+)"
+)
+_VALUE = re.compile(r"(?P<digits>\d+(?:\.\d+)?)[ \t]?(?P<unit>[A-Za-zµ%]+)?")
+_DERIVED = {"s": (1e-3, 1.0, 60.0, 3600.0), "b": (1e3, 1e6, 1e9, 1024.0, 1024.0**2, 1024.0**3), "%": (1e2,)}
+
+
+def check_answer(answer: str, question: str, sources: list[Source]) -> Evidence:
+    """What of `answer` the `sources` back, leave unsupported or contradict."""
+    started = time.perf_counter()
+    hay = Haystack(sources)
+    evidence = Evidence()
+    for cited in citations(answer):
+        _cite(answer, cited, hay, evidence)
+    for fact in facts(answer, question):
+        _fact(answer, fact, hay, evidence)
+    evidence.check_ms = round((time.perf_counter() - started) * 1000, 3)
+    return evidence
+
+
+def _cite(answer: str, cited: Cited, hay: Haystack, evidence: Evidence) -> None:
+    for step in cited.steps:
+        made = [n for n, source in enumerate(hay.sources) if source.step == step]
+        if not made:
+            evidence.unsupported.append(
+                _span(answer, cited.start, cited.end, f"step {step} ran no tool in this answer")
+            )
+            continue
+        tool = ", ".join(dict.fromkeys(hay.sources[n].tool for n in made))
+        if cited.quote is None:
+            evidence.citations.append(Citation(step=step, tool=tool))
+            continue
+        quote = " ".join(redact_text(cited.quote).split())
+        others = (n for n in range(len(hay.sources)) if n not in made)
+        if quote and any(quote in hay.squeezed[n] for n in (*made, *others)):
+            evidence.citations.append(Citation(step=step, tool=tool, quote=quote))
+        else:
+            why = f"the quote is not in step {step}'s result nor in any other of this thread"
+            evidence.unsupported.append(_span(answer, cited.start, cited.end, why, claim=cited.quote))
+
+
+def _fact(answer: str, fact: Fact, hay: Haystack, evidence: Evidence) -> None:
+    same: Callable[[str], bool]
+    if fact.kind is Kind.number:
+        asked = _quantity(fact.text)
+        same = lambda value: _same_number(asked, value)  # noqa: E731
+    else:
+        same = lambda value: value.strip("\"'`").lower() == fact.value.strip("\"'`").lower()  # noqa: E731
+    if fact.key:
+        keyed = _keyed(hay, fact.key, same)
+        if keyed is not None:
+            if keyed.agrees:
+                evidence.findings.append(_finding(fact, hay, keyed.offset, keyed.said))
+            else:
+                step = hay.source_at(keyed.offset).step
+                where = f"step {step}" if step is not None else "an earlier result"
+                span = _span(answer, fact.start, fact.end, f"{where} says {keyed.said}", claim=fact.text)
+                evidence.contradicted.append(span.model_copy(update={"step": step, "evidence": keyed.said}))
+            return
+    at = _number_at(hay, _quantity(fact.text)) if fact.kind is Kind.number else _name_at(hay, fact.text.lower())
+    if at is None:
+        evidence.unsupported.append(_span(answer, fact.start, fact.end, "not in any tool result", claim=fact.text))
+    else:
+        evidence.findings.append(_finding(fact, hay, at, hay.line_at(at).strip()))
+
+
+def _quantity(text: str) -> Quantity:
+    match = _VALUE.search(text.replace(",", ""))
+    assert match is not None  # a number fact is digits first
+    return quantity(match["digits"], match["unit"])
+
+
+def _finding(fact: Fact, hay: Haystack, offset: int, said: str) -> Finding:
+    return Finding(fact=fact.text, step=hay.source_at(offset).step, evidence=_cut(said))
+
+
+def _span(answer: str, start: int, end: int, why: str, claim: str | None = None) -> Span:
+    begin, finish = sentence(answer, start, end)
+    statement = _cut(" ".join(_MARKUP.sub(" ", answer[begin:finish]).split()))
+    return Span(
+        start=start, end=end, claim=claim if claim is not None else answer[start:end], statement=statement, why=why
+    )
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
+
+
+@dataclass(frozen=True)
+class _Keyed:
+    score: int
+    value: str
+    offset: int
+    said: str
+
+
+class _Lookup(NamedTuple):
+    """What the results give under a claim's key: the claimed value (`agrees`) or another, where, in what words."""
+
+    agrees: bool
+    offset: int
+    said: str
+
+
+def _keyed(hay: Haystack, key: tuple[str, ...], same: Callable[[str], bool]) -> _Lookup | None:
+    """Under the key the claim names, the value that agrees, else another; None when no result gives that key."""
+    best: list[_Keyed] = []
+    for found in _under(hay, key):
+        if best and found.score < best[0].score:
+            continue
+        if best and found.score > best[0].score:
+            best = []
+        best.append(found)
+    if not best:
+        return None
+    agreeing = next((found for found in best if same(found.value)), None)
+    chosen = agreeing or best[0]
+    return _Lookup(agreeing is not None, chosen.offset, chosen.said)
+
+
+def _under(hay: Haystack, key: tuple[str, ...]) -> Iterator[_Keyed]:
+    """Every `key: value`, `key=value` or "key is value" of the results whose key is the claim's."""
+    seen: set[int] = set()
+    for offset in _occurrences(hay.lower, key[-1]):
+        start = hay.text.rfind("\n", 0, offset) + 1
+        if start in seen:
+            continue
+        seen.add(start)
+        line = hay.line_at(offset)
+        for match in (*_PAIR.finditer(line), *_PROSE.finditer(line)):
+            score = _score(key, match["k"])
+            if score:
+                yield _Keyed(score, match["v"], start + match.start(), match.group().strip())
+
+
+def _score(key: tuple[str, ...], theirs: str) -> int:
+    """How much of the claim's key a result's key matches from its end (0: not the same key). One
+    generic word ("count", "latency") is not enough to call a value contradicted."""
+    last = key_words(theirs.rsplit(".", 1)[-1])
+    whole = key_words(theirs)
+    if not last or key[-len(last) :] != last:
+        return 0
+    common = 0
+    while common < min(len(key), len(whole)) and key[-1 - common] == whole[-1 - common]:
+        common += 1
+    return common if common >= 2 else 0
+
+
+def _occurrences(text: str, needle: str) -> Iterator[int]:
+    at = text.find(needle)
+    while at >= 0:
+        yield at
+        at = text.find(needle, at + 1)
+
+
+def _name_at(hay: Haystack, needle: str) -> int | None:
+    for at in _occurrences(hay.lower, needle):
+        before = hay.lower[at - 1 : at]
+        after = hay.lower[at + len(needle) : at + len(needle) + 1]
+        if not (_joined(before, needle[0]) or _joined(after, needle[-1])):
+            return at
+    return None
+
+
+def _joined(beside: str, edge: str) -> bool:
+    """Whether a character beside a match makes it part of a longer word or number: `db12` is not
+    `db1`, but `T09:14` holds the time `09:14`."""
+    return (beside.isdigit() and edge.isdigit()) or (beside.isalpha() and edge.isalpha()) or beside == "_"
+
+
+def _same_number(asked: Quantity, value: str) -> bool:
+    match = _VALUE.fullmatch(value.replace(",", ""))
+    if match is None:
+        return False
+    try:
+        theirs = quantity(match["digits"], match["unit"])
+    except KeyError:
+        return False
+    if asked.dimension and theirs.dimension == asked.dimension:
+        scale = asked.value / asked.raw if asked.raw else 1.0
+        return round(theirs.value / scale, asked.decimals) == asked.raw
+    if asked.dimension == "%" and not theirs.dimension and theirs.raw < 1:
+        return round(theirs.raw * 100, asked.decimals) == asked.raw
+    return round(theirs.raw, asked.decimals) == asked.raw
+
+
+def _number_at(hay: Haystack, asked: Quantity) -> int | None:
+    """Where a result holds the number, as written or in another unit of its kind, or rounded to it."""
+    for value, decimals in _forms(asked):
+        for text in (_written(value, decimals), _written(value - 10.0**-decimals, decimals)):
+            at = _digits_at(hay.lower, text, value, decimals)
+            if at is not None:
+                return at
+    return None
+
+
+def _forms(asked: Quantity) -> Iterator[tuple[float, int]]:
+    yield asked.raw, asked.decimals
+    base = asked.value if asked.dimension != "%" else asked.raw / 100
+    for factor in _DERIVED.get(asked.dimension, ()):
+        value = base / factor if asked.dimension != "%" else asked.raw / factor
+        decimals = len(_written(value, 6).rstrip("0").split(".", 1)[1]) if "." in _written(value, 6) else 0
+        if decimals <= 3 and value != asked.raw:
+            yield value, decimals
+
+
+def _written(value: float, decimals: int) -> str:
+    return f"{value:.{decimals}f}"
+
+
+def _digits_at(text: str, digits: str, value: float, decimals: int) -> int | None:
+    """The first place `digits` stands as a whole number in `text` that rounds to `value`."""
+    if digits.startswith("-"):
+        return None
+    for at in _occurrences(text, digits):
+        before = text[at - 1 : at]
+        if before.isdigit() or before == "." or (before in "-:/" and text[at - 2 : at - 1].isdigit()):
+            continue
+        end = at + len(digits)
+        number = re.match(r"\d*(?:\.\d+)?", text[end:])
+        whole = digits + (number.group() if number else "")
+        if whole.endswith(".") or "." in whole and "." in digits and not whole.startswith(digits):
+            continue
+        try:
+            if round(float(whole), decimals) == round(value, decimals):
+                return at
+        except ValueError:
+            continue
+    return None

@@ -1,0 +1,95 @@
+"""The thread's tool results as the check reads them: each one's lines, searchable as one text.
+
+A result is read as the model was given it (its rendered JSON): strings with line breaks become
+their lines, every other value a `key: value` line (`{"key": k, "value": v}`, read_config's answer
+for one key, becomes `k: v`), so a quote of a log line or a YAML line, and a fact beside its key,
+are found as the model saw them. What the model asked a tool (its arguments) counts as well: "the
+last 15 minutes" may come from `since=15m`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Source:
+    """One tool result: the step of this run that made it (None: an earlier turn's), what ran, its text."""
+
+    step: int | None
+    tool: str
+    text: str
+
+
+def result_source(step: int | None, tool: str, rendered: str, arguments: str = "") -> Source:
+    """A rendered result (and the call's arguments) as a Source."""
+    lines: list[str] = []
+    _flatten(_loads(rendered), "", lines)
+    if arguments:
+        _flatten(_loads(arguments), "", lines)
+    return Source(step, tool, "\n".join(lines))
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _flatten(value: Any, key: str, out: list[str]) -> None:
+    if isinstance(value, dict):
+        pair_key, pair_value = value.get("key"), value.get("value")
+        if isinstance(pair_key, str) and pair_value is not None and not isinstance(pair_value, dict | list):
+            out.append(f"{pair_key}: {_scalar(pair_value)}")
+        for name, item in value.items():
+            if name != "step":  # the loop's own number for the result, not the tool's word
+                _flatten(item, str(name), out)
+    elif isinstance(value, list):
+        for item in value:
+            _flatten(item, key, out)
+    elif isinstance(value, str) and (not key or "\n" in value):
+        out.extend(value.splitlines())
+    else:
+        out.append(f"{key}: {_scalar(value)}")
+
+
+def _scalar(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+@dataclass
+class Haystack:
+    """Every source's text, joined, with where each begins: one search over all of them."""
+
+    sources: list[Source]
+    starts: list[int] = field(init=False)
+    text: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.starts, at = [], 0
+        for source in self.sources:
+            self.starts.append(at)
+            at += len(source.text) + 1
+        self.text = "\n".join(source.text for source in self.sources)
+
+    @cached_property
+    def lower(self) -> str:
+        return self.text.lower()
+
+    @cached_property
+    def squeezed(self) -> list[str]:
+        """Each source's text with runs of whitespace as one space: for quotes."""
+        return [" ".join(source.text.split()) for source in self.sources]
+
+    def source_at(self, offset: int) -> Source:
+        return self.sources[bisect.bisect_right(self.starts, offset) - 1]
+
+    def line_at(self, offset: int) -> str:
+        start = self.text.rfind("\n", 0, offset) + 1
+        end = self.text.find("\n", offset)
+        return self.text[start : end if end >= 0 else len(self.text)]

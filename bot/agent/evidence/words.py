@@ -1,0 +1,77 @@
+"""The check's findings in words for people: one set of sentences for the terminal and Slack."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .model import Citation, Evidence, Span
+
+MARK = "⚠"
+FLAGS_SHOWN = 8  # a long answer of invented lines is said in a few lines, not hundreds
+UNBACKED = (
+    "Not backed by your systems: nothing this answer states was found in what the tools returned; "
+    "check it before acting on it."
+)
+
+
+def footnote(citation: Citation) -> str:
+    """`[2] step 2 · read_config: "db.primary.pool_size: 5"`: a citation pointing at its step's line."""
+    quote = f': "{citation.quote}"' if citation.quote else ""
+    return f"[{citation.step}] step {citation.step} · {citation.tool}{quote}"
+
+
+def flag(span: Span) -> str:
+    """One line for an unsupported or contradicted statement, quoting it and what the results say."""
+    if span.evidence is not None:
+        where = f"step {span.step}" if span.step is not None else "an earlier result"
+        said = f'the answer says "{span.claim}" in "{span.statement}"'
+        return f"{MARK} Contradicted by {where}: `{span.evidence}`, where {said}"
+    return f'{MARK} Not backed by the tool results: "{span.claim}" ({span.why}) in "{span.statement}"'
+
+
+def gaps(evidence: Evidence) -> str | None:
+    return f"Not looked at: {'; '.join(evidence.not_looked_at)}" if evidence.not_looked_at else None
+
+
+class Said(NamedTuple):
+    """A line about the answer's evidence; `warns`: it is something to be wary of."""
+
+    line: str
+    warns: bool
+
+
+def evidence_lines(evidence: Evidence) -> list[Said]:
+    """Flagged statements first, then the footnotes, then what was not looked at."""
+    said, flagged = gaps(evidence), evidence.flagged
+    more = len(flagged) - FLAGS_SHOWN
+    return [
+        *(Said(flag(span), True) for span in flagged[:FLAGS_SHOWN]),
+        *([Said(f"{MARK} and {more} more claims the tool results do not back", True)] if more > 0 else []),
+        *(Said(footnote(citation), False) for citation in _distinct(evidence.citations)),
+        *([Said(said, True)] if said else []),
+    ]
+
+
+def marked(text: str, evidence: Evidence | None) -> str:
+    """`text` with a ⚠ at the end of each line holding an unsupported or contradicted claim, where
+    it stands (at the line's end: what the line quotes, a log line's words perhaps, stays whole)."""
+    if evidence is None:
+        return text
+    out, at = [], 0
+    for end in sorted({_line_end(text, span.end) for span in evidence.flagged}):
+        out += [text[at:end], f" {MARK}"]
+        at = end
+    return "".join([*out, text[at:]])
+
+
+def _line_end(text: str, offset: int) -> int:
+    end = text.find("\n", offset)
+    return len(text) if end < 0 else end
+
+
+def _distinct(citations: list[Citation]) -> list[Citation]:
+    """One footnote per step and quote, in the order they are cited."""
+    seen: dict[tuple[int, str | None], Citation] = {}
+    for citation in citations:
+        seen.setdefault((citation.step, citation.quote), citation)
+    return sorted(seen.values(), key=lambda c: c.step)
