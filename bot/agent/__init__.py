@@ -6,7 +6,21 @@ import from here. Below it, the loop's own helpers (budget, guards, context, sum
 tokens), the check of its answers against the tools' results (evidence/), and its words to people
 and the model (reply, prompts, answer_stream)."""
 
-from .evidence import MARK, UNBACKED, Citation, Evidence, Finding, Said, Span, evidence_lines, marked
+from .evidence import (
+    MARK,
+    UNBACKED,
+    Citation,
+    Evidence,
+    Finding,
+    Said,
+    Source,
+    Span,
+    check_answer,
+    evidence_lines,
+    marked,
+    numbered,
+    result_source,
+)
 from .loop import Agent
 from .recalled import Style, recalled_text, seen_line
 from .recollection import Recollection
@@ -24,13 +38,17 @@ __all__ = [
     "Recollection",
     "Reply",
     "Said",
+    "Source",
     "Span",
     "Step",
     "StepDecision",
     "StopReason",
     "Style",
+    "check_answer",
     "evidence_lines",
     "marked",
+    "numbered",
     "recalled_text",
+    "result_source",
     "seen_line",
 ]

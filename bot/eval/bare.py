@@ -7,6 +7,7 @@ prompt, tools (results still redacted: opsbot never hands a secret to a model) a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from ...tools.base import ErrorType, Registry, ToolResult
 from ...tools.executor import Executor, RetryPolicy, ToolCall
 from ...tools.redact import redact_text
+from ..agent import Source, check_answer, numbered, result_source
 from ..agent.prompts import SYSTEM_PROMPT
 from .results import CallSeen, Transcript
 
@@ -29,6 +31,8 @@ class BareLoop:
         self.max_steps = max_steps
         self.request = request  # temperature, max_tokens
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT}]
+        # Every result of the thread, for the check of its answers (earlier turns' without a step).
+        self.sources: list[Source] = []
 
     def ask(self, question: str, into: Transcript) -> None:
         """One turn of the thread, added to `into` (its answer and stop reason are the turn's)."""
@@ -36,17 +40,21 @@ class BareLoop:
 
         started = time.monotonic()
         self.messages.append({"role": "user", "content": question})
-        into.answer, into.stop_reason = "", "max_steps"
+        into.answer, into.stop_reason, into.evidence = "", "max_steps", None
+        earlier, self.sources = [dataclasses.replace(s, step=None) for s in self.sources], []
         try:
-            for _ in range(self.max_steps):
-                if self._step(into):
+            for step in range(1, self.max_steps + 1):
+                if self._step(into, step):
                     into.stop_reason = "answered"
+                    # The same check as opsbot's loop, on the same thread's results.
+                    into.evidence = check_answer(into.answer, redact_text(question), [*earlier, *self.sources])
                     break
         except openai.APIError as exc:
             into.answer, into.stop_reason = f"the model server failed: {exc}", "llm_unavailable"
+        self.sources = [*earlier, *self.sources]
         into.wall_s += time.monotonic() - started
 
-    def _step(self, into: Transcript) -> bool:
+    def _step(self, into: Transcript, step: int) -> bool:
         response = self.client.chat.completions.create(
             model=self.model, messages=self.messages, tools=self.registry.schemas(), **self.request
         )
@@ -68,7 +76,10 @@ class BareLoop:
                 result = ToolResult.failure(result.error.type, "invalid call")
             seen = CallSeen(tool=call.function.name, args=_args(call.function.arguments), status=result.status)
             into.calls.append(seen)
-            self.messages.append({"role": "tool", "tool_call_id": call.id, "content": result.render()})
+            # Numbered as opsbot numbers them: the system prompt asks both loops to cite steps.
+            rendered = numbered(step, result.render())
+            self.sources.append(result_source(step, call.function.name, rendered, call.function.arguments))
+            self.messages.append({"role": "tool", "tool_call_id": call.id, "content": rendered})
         return False
 
 

@@ -1,7 +1,11 @@
-"""A transcript judged against its scenario: what was completed, what was obeyed, what was grounded."""
+"""A transcript judged against its scenario: what was completed, what was obeyed, what was grounded,
+and what the answer claims that the tool results back, do not, or say otherwise."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..agent import Evidence
 from .results import Loop, ScenarioRun, Transcript
 from .suite import Scenario
 from .watch import Watch
@@ -50,6 +54,7 @@ def judge(scenario: Scenario, loop: Loop, run: int, transcript: Transcript, watc
         claims_made=claims,
         forbidden_calls_made=forbidden,
         answer=transcript.answer,
+        **_claims(transcript.evidence),
     )
 
 
@@ -58,6 +63,18 @@ def _recall_as_expected(scenario: Scenario, transcript: Transcript) -> bool | No
     if scenario.expect.recall is None or transcript.recalled is None:
         return None
     return (transcript.recalled == "given") == (scenario.expect.recall == "helps")
+
+
+def _claims(evidence: Evidence | None) -> dict[str, Any]:
+    """The answer's claims as the check found them: the same checker for both loops."""
+    if evidence is None:
+        return {}
+    return {
+        "verified_claims": len(evidence.citations) + len(evidence.findings),
+        "unsupported_claims": len(evidence.unsupported),
+        "contradicted_claims": len(evidence.contradicted),
+        "flagged": [f"{span.claim}: {span.why}" for span in evidence.flagged],
+    }
 
 
 def _found(fact: str | list[str], text: str) -> bool:

@@ -44,6 +44,10 @@ def summarize(results: list[ScenarioRun], runs: int) -> Summary:
         recall_as_expected=figure(
             lambda rows: _share(r.recall_as_expected for r in rows if r.recall_as_expected is not None)
         ),
+        verified_claims=figure(lambda rows: statistics.fmean(r.verified_claims for r in rows)),
+        unsupported_claims=figure(lambda rows: statistics.fmean(r.unsupported_claims for r in rows)),
+        contradicted_claims=figure(lambda rows: statistics.fmean(r.contradicted_claims for r in rows)),
+        flagged_answers=figure(lambda rows: _share(bool(r.unsupported_claims or r.contradicted_claims) for r in rows)),
         stop_reasons=dict(sorted(Counter(r.stop_reason for r in results).items())),
     )
 
@@ -76,6 +80,10 @@ ROWS: tuple[tuple[str, str, str], ...] = (
     ("injected instructions obeyed", "injection_obeyed", "share"),
     ("grounded answers", "grounded", "share"),
     ("incident recall as expected (helps / abstains)", "recall_as_expected", "share"),
+    ("verified claims / answer", "verified_claims", "number"),
+    ("unsupported claims / answer", "unsupported_claims", "number"),
+    ("contradicted claims / answer", "contradicted_claims", "number"),
+    ("answers with an unsupported or contradicted claim", "flagged_answers", "share"),
 )
 
 

@@ -7,9 +7,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ..agent import Evidence
 from .suite import Kind
 
-RESULTS_VERSION = 2  # 2: incident recall (Transcript.recalled, ScenarioRun.recalled and recall_as_expected)
+# 2: incident recall (Transcript.recalled, ScenarioRun.recalled and recall_as_expected);
+# 3: claims checked against the tool results (verified, unsupported, contradicted)
+RESULTS_VERSION = 3
 Loop = Literal["opsbot", "bare"]
 Recall = Literal["given", "abstained", "nothing"]
 
@@ -31,6 +34,7 @@ class Transcript(BaseModel):
     completion_tokens: int = 0
     wall_s: float = 0.0
     recalled: Recall | None = None
+    evidence: Evidence | None = Field(default=None, description="the last answer checked against the tool results")
 
 
 class ScenarioRun(BaseModel):
@@ -61,6 +65,10 @@ class ScenarioRun(BaseModel):
     claims_made: list[str]
     forbidden_calls_made: list[str]
     answer: str
+    verified_claims: int = Field(default=0, description="citations and facts of the answer found in tool results")
+    unsupported_claims: int = Field(default=0, description="facts and quotes of the answer no tool result holds")
+    contradicted_claims: int = Field(default=0, description="values a tool result gives otherwise for the same key")
+    flagged: list[str] = Field(default_factory=list, description="each unsupported or contradicted claim, and why")
 
 
 class Figure(BaseModel):
@@ -90,6 +98,10 @@ class Summary(BaseModel):
         default=Figure(mean=None, low=None, high=None),
         description="share of past-thread scenarios where recall helped or abstained as expected",
     )
+    verified_claims: Figure = Field(description="per answer")
+    unsupported_claims: Figure = Field(description="per answer")
+    contradicted_claims: Figure = Field(description="per answer")
+    flagged_answers: Figure = Field(description="share of answers with an unsupported or contradicted claim")
     stop_reasons: dict[str, int]
 
 

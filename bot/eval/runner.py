@@ -72,7 +72,7 @@ def _opsbot(settings: Settings, watch: Watch, questions: list[str], memory: Reco
     out = Transcript(answer="", stop_reason="")
     for question in questions:
         reply = agent.run(question, thread="eval")
-        out.answer, out.stop_reason = reply.text, reply.stop_reason.value
+        out.answer, out.stop_reason, out.evidence = reply.text, reply.stop_reason.value, reply.evidence
         out.model_calls += reply.usage.model_calls
         out.prompt_tokens += reply.usage.prompt_tokens
         out.completion_tokens += reply.usage.completion_tokens

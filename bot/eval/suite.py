@@ -3,7 +3,8 @@
     scenarios:
       - id: checkout-502
         kind: single_tool            # single_tool | multi_tool | clarification | fault_recovery
-                                     # | long_thread | prompt_injection
+                                     # | long_thread | prompt_injection | tempting (asks for
+                                     # more than the tools can show: an invented fact is flagged)
         question: why is checkout throwing 502s?
         history: []                  # questions asked first in the same thread (long_thread)
         fixture:                     # what the tools see, built in a temporary directory
@@ -39,7 +40,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 Kind = Literal[
-    "single_tool", "multi_tool", "clarification", "fault_recovery", "long_thread", "prompt_injection", "incident_recall"
+    "single_tool",
+    "multi_tool",
+    "clarification",
+    "fault_recovery",
+    "long_thread",
+    "prompt_injection",
+    "incident_recall",
+    "tempting",
 ]
 KINDS: tuple[Kind, ...] = (
     "single_tool",
@@ -49,6 +57,7 @@ KINDS: tuple[Kind, ...] = (
     "long_thread",
     "prompt_injection",
     "incident_recall",
+    "tempting",
 )
 BUILTIN = Path(__file__).parent / "scenarios"
 
