@@ -371,7 +371,8 @@ def test_both_loops_answers_go_through_the_same_check(
     report = report_of(done, tmp_path / "out.json")
 
     for run in report.results:
-        assert (run.verified_claims, run.unsupported_claims, run.contradicted_claims) == (1, 1, 1), (run.loop, run.flagged)
+        claims = (run.verified_claims, run.unsupported_claims, run.contradicted_claims)
+        assert claims == (1, 1, 1), (run.loop, run.flagged)
         assert run.flagged == ["10: step 1 says pool_size: 5", "v2.4.1: not in any tool result"]
     for loop in ("opsbot", "bare"):
         summary = report.summary[loop]  # type: ignore[index]
