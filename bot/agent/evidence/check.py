@@ -9,31 +9,33 @@ key first: the same value there verifies it, only other values contradict it, qu
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ....tools.redact import redact_text
 from .citations import Cited, citations
 from .facts import Fact, Kind, Quantity, facts, key_words, quantity, sentence
 from .model import Citation, Evidence, Finding, Span
 from .sources import Haystack, Source
 
 SHOWN_CHARS = 160
+KEY_PLACES = 50  # where a key appears, read for a value that agrees or the one to quote
 # Markdown around a statement (table pipes, emphasis, a heading's or a list's mark): not quoted with it.
 _MARKUP = re.compile(r"\||\*\*|__|^\s*(?:#+|>|[-*]|\d+[.)])\s")
-_PAIR = re.compile(r"(?P<k>[A-Za-z_][\w.\-]*)[\"']?[ \t]*(?::|=)[ \t]*[\"']?(?P<v>[^\s\"',}#;\]]+)")
-_PROSE = re.compile(
-    r"(?P<k>[A-Za-z_][\w.\-]*(?:[ \t]+[A-Za-z_][\w.\-]*){0,3})[ \t]+(?:is|was|are|were)[ \t]+(?P<v>[^\s\"',}#;\]]+)"
-)
+# What follows a key in a result: `: 5`, `=5`, `": 5`, " is 5".
+_BETWEEN = r"[\"']?(?:[ \t]*[:=]|[ \t]+(?:is|was|are|were)(?=[ \t]))[ \t]*[\"']?"
+_AFTER_KEY = re.compile(_BETWEEN + r"(?P<v>[^\s\"',}#;\]]+)")
 _VALUE = re.compile(r"(?P<digits>\d+(?:\.\d+)?)[ \t]?(?P<unit>[A-Za-zµ%]+)?")
 _DERIVED = {"s": (1e-3, 1.0, 60.0, 3600.0), "b": (1e3, 1e6, 1e9, 1024.0, 1024.0**2, 1024.0**3), "%": (1e2,)}
 
 
 def check_answer(answer: str, question: str, sources: list[Source]) -> Evidence:
-    """What of `answer` the `sources` back, leave unsupported or contradict."""
+    """What of `answer` the `sources` back, leave unsupported or contradict. `answer` is given
+    redacted, as the results are (Reply.text): a quote is compared after the same redaction."""
     started = time.perf_counter()
     hay = Haystack(sources)
     evidence = Evidence()
@@ -57,7 +59,7 @@ def _cite(answer: str, cited: Cited, hay: Haystack, evidence: Evidence) -> None:
         if cited.quote is None:
             evidence.citations.append(Citation(step=step, tool=tool))
             continue
-        quote = " ".join(redact_text(cited.quote).split())
+        quote = " ".join(cited.quote.split())
         others = (n for n in range(len(hay.sources)) if n not in made)
         if quote and any(quote in hay.squeezed[n] for n in (*made, *others)):
             evidence.citations.append(Citation(step=step, tool=tool, quote=quote))
@@ -71,10 +73,12 @@ def _fact(answer: str, fact: Fact, hay: Haystack, evidence: Evidence) -> None:
     if fact.kind is Kind.number:
         asked = _quantity(fact.text)
         same = lambda value: _same_number(asked, value)  # noqa: E731
+        forms = [_written(value, decimals) for value, decimals in _forms(asked)]
     else:
         same = lambda value: value.strip("\"'`").lower() == fact.value.strip("\"'`").lower()  # noqa: E731
-    if fact.key:
-        keyed = _keyed(hay, fact.key, same)
+        forms = [fact.value.strip("\"'`").lower()]
+    if len(fact.key) >= 2:  # one generic word is not enough of a key (see _score)
+        keyed = hay.once(("key", fact.key, fact.text), lambda: _keyed(hay, fact.key, forms, same))
         if keyed is not None:
             if keyed.agrees:
                 evidence.findings.append(_finding(fact, hay, keyed.offset, keyed.said))
@@ -84,7 +88,10 @@ def _fact(answer: str, fact: Fact, hay: Haystack, evidence: Evidence) -> None:
                 span = _span(answer, fact.start, fact.end, f"{where} says {keyed.said}", claim=fact.text)
                 evidence.contradicted.append(span.model_copy(update={"step": step, "evidence": keyed.said}))
             return
-    at = _number_at(hay, _quantity(fact.text)) if fact.kind is Kind.number else _name_at(hay, fact.text.lower())
+    if fact.kind is Kind.number:
+        at = hay.once(("number", fact.text), lambda: _number_at(hay, _quantity(fact.text)))
+    else:
+        at = hay.once(("name", fact.text.lower()), lambda: _name_at(hay, fact.text.lower()))
     if at is None:
         evidence.unsupported.append(_span(answer, fact.start, fact.end, "not in any tool result", claim=fact.text))
     else:
@@ -129,10 +136,18 @@ class _Lookup(NamedTuple):
     said: str
 
 
-def _keyed(hay: Haystack, key: tuple[str, ...], same: Callable[[str], bool]) -> _Lookup | None:
-    """Under the key the claim names, the value that agrees, else another; None when no result gives that key."""
+def _keyed(hay: Haystack, key: tuple[str, ...], forms: list[str], same: Callable[[str], bool]) -> _Lookup | None:
+    """Under the key the claim names, the value that agrees, else another; None when no result gives that key.
+
+    The claimed value as written after the key anywhere is found in one search; otherwise the
+    first KEY_PLACES places the key appears are read, the most specific key's value quoted."""
+    # The key's last two words however a result joins them: pool_size, pool-size, pool.size, poolSize.
+    needle = f"{re.escape(key[-2])}[_\\-. ]?{re.escape(key[-1])}"
+    found = _agreeing(hay, key, needle, forms)
+    if found is not None:
+        return _Lookup(True, found.offset, found.said)
     best: list[_Keyed] = []
-    for found in _under(hay, key):
+    for found in itertools.islice(_under(hay, key, needle), KEY_PLACES):
         if best and found.score < best[0].score:
             continue
         if best and found.score > best[0].score:
@@ -140,26 +155,49 @@ def _keyed(hay: Haystack, key: tuple[str, ...], same: Callable[[str], bool]) -> 
         best.append(found)
     if not best:
         return None
-    agreeing = next((found for found in best if same(found.value)), None)
+    verdicts: dict[str, bool] = {}  # a value is judged once, however often the results repeat it
+    agreeing = None
+    for found in best:
+        if found.value not in verdicts:
+            verdicts[found.value] = same(found.value)
+        if verdicts[found.value]:
+            agreeing = found
+            break
     chosen = agreeing or best[0]
     return _Lookup(agreeing is not None, chosen.offset, chosen.said)
 
 
-def _under(hay: Haystack, key: tuple[str, ...]) -> Iterator[_Keyed]:
-    """Every `key: value`, `key=value` or "key is value" of the results whose key is the claim's."""
-    seen: set[int] = set()
-    for offset in _occurrences(hay.lower, key[-1]):
-        start = hay.text.rfind("\n", 0, offset) + 1
-        if start in seen:
+def _agreeing(hay: Haystack, key: tuple[str, ...], needle: str, forms: list[str]) -> _Keyed | None:
+    """The first place a result gives the key the claimed value, as the claim writes it."""
+    wanted = re.compile(f"(?P<k>{needle}){_BETWEEN}(?P<v>{'|'.join(map(re.escape, forms))})(?!\\w|\\.\\d)")
+    for match in wanted.finditer(hay.lower):
+        start = _key_start(hay.text, match.start())
+        if _score(key, hay.text[start : match.end("k")]):
+            return _Keyed(0, match["v"], start, hay.text[start : match.end()].strip())
+    return None
+
+
+def _under(hay: Haystack, key: tuple[str, ...], needle: str) -> Iterator[_Keyed]:
+    """Every `key: value`, `key=value` or "key is value" of the results whose key ends as the claim's does."""
+    for match in re.finditer(needle, hay.lower):
+        value = _AFTER_KEY.match(hay.text, match.end())
+        if value is None:
             continue
-        seen.add(start)
-        line = hay.line_at(offset)
-        for match in (*_PAIR.finditer(line), *_PROSE.finditer(line)):
-            score = _score(key, match["k"])
-            if score:
-                yield _Keyed(score, match["v"], start + match.start(), match.group().strip())
+        start = _key_start(hay.text, match.start())
+        score = _score(key, hay.text[start : match.end()])
+        if score:
+            yield _Keyed(score, value["v"], start, hay.text[start : value.end()].strip())
 
 
+def _key_start(text: str, offset: int) -> int:
+    """Where the key whose end part starts at `offset` begins (`db.primary.` before `pool_size`)."""
+    start = offset
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
+        start -= 1
+    return start
+
+
+@functools.lru_cache(maxsize=4096)
 def _score(key: tuple[str, ...], theirs: str) -> int:
     """How much of the claim's key a result's key matches from its end (0: not the same key). One
     generic word ("count", "latency") is not enough to call a value contradicted."""
@@ -214,11 +252,14 @@ def _same_number(asked: Quantity, value: str) -> bool:
 def _number_at(hay: Haystack, asked: Quantity) -> int | None:
     """Where a result holds the number, as written or in another unit of its kind, or rounded to it."""
     for value, decimals in _forms(asked):
-        for text in (_written(value, decimals), _written(value - 10.0**-decimals, decimals)):
-            at = _digits_at(hay.lower, text, value, decimals)
-            if at is not None:
-                return at
-    return None
+        at = _digits_at(hay.lower, _written(value, decimals), value, decimals)
+        if at is not None:
+            return at
+    if len(_written(asked.raw, asked.decimals).replace(".", "")) < 3:
+        return None  # "5" is no rounding of anything worth saying
+    # 870 may be 869.7 rounded as written: the number below it, with more digits.
+    below = asked.raw - 10.0**-asked.decimals
+    return _digits_at(hay.lower, _written(below, asked.decimals), asked.raw, asked.decimals)
 
 
 def _forms(asked: Quantity) -> Iterator[tuple[float, int]]:

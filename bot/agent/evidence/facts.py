@@ -10,6 +10,7 @@ that recommend rather than state ("raise pool_size to 20").
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -77,11 +78,12 @@ _FACTS = re.compile(
 _FENCED = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _ORDINAL = re.compile(r"(?:^|\n)[ \t]*(?:[-*][ \t]+)?#?$")
 _STEP_WORD = re.compile(r"(?i)\bsteps?[ \t]+(?:\d+[ \t]*(?:,|and|or|to|-)[ \t]*)*$")
-_KEY_BEFORE = re.compile(
-    r"(?P<key>[A-Za-z_][\w.\-]*(?:[ \t]+[A-Za-z_][\w.\-]*){0,5})[ \t`'\"]*"
-    r"(?:\bis\b|\bare\b|\bwas\b|\bwere\b|=|:(?=[ \t])|\bof\b|\bat\b|\bset to\b)"
+# What links a number to what it is said of, right before it: "pool size is 10", "`pool_size`: 10".
+_LINK_BEFORE = re.compile(
+    r"(?:\b(?:is|are|was|were|of|at|set to)|=|:(?=[ \t`'\"]))"
     r"(?:[ \t]+(?:only|now|currently|still|just|about|around|roughly|set to|at))*[ \t`'\"~]*$"
 )
+_KEY_WORDS_BEFORE = re.compile(r"(?:[A-Za-z_][\w.\-]*[ \t`'\"]*){1,6}$")
 _ADVICE = re.compile(
     r"(?i)\b(?:should|could|consider|recommend\w*|suggest\w*|try|might want|next step|to check)\b|"
     r"(?i:^[ \t]*(?:[-*][ \t]+|\d+[.)][ \t]+)?(?:raise|increase|decrease|lower|set|reduce|bump|scale|restart|run|"
@@ -95,6 +97,7 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SPLIT = re.compile(r"[^a-z0-9]+")
 
 
+@functools.lru_cache(maxsize=4096)
 def key_words(key: str) -> tuple[str, ...]:
     """`db.primary.pool_size`, `poolSize`, "the pool size" -> ("db", "primary", "pool", "size") and so on."""
     words = _SPLIT.split(_CAMEL.sub(" ", key).lower())
@@ -137,6 +140,7 @@ def _scan(answer: str, masked: str, said: frozenset[str], claims: bool) -> list[
     """Every fact of `masked` (`answer` with what is no claim blanked out); with `claims`, less
     those that are not claims."""
     out: list[Fact] = []
+    advice: dict[int, bool] = {}  # by where a sentence starts: judged once
     for match in _FACTS.finditer(masked):
         kind = match.lastgroup
         if kind in ("cite", "skip") or match.group().lower() in said:
@@ -148,7 +152,7 @@ def _scan(answer: str, masked: str, said: frozenset[str], claims: bool) -> list[
             group = "pair"
         else:
             group = "name"
-        if claims and _not_a_claim(answer, group, start, end):
+        if claims and _not_a_claim(answer, group, start, end, advice):
             continue
         out.append(_fact(answer, match, group, start, end))
     return out
@@ -160,24 +164,30 @@ def _fact(answer: str, match: re.Match[str], group: str, start: int, end: int) -
         return Fact(Kind.pair, text, start, end, key_words(match["pkey"]), match["pval"])
     if group == "number":
         begin, _ = sentence(answer, start, end)
-        before = _KEY_BEFORE.search(answer[max(begin, start - 80) : start])
-        key = key_words(before["key"]) if before else ()
+        key = _key_before(answer[max(begin, start - 80) : start])
         return Fact(Kind.number, text, start, end, key, match["digits"])
     return Fact(Kind.name, text, start, end)
 
 
-def _not_a_claim(answer: str, group: str, start: int, end: int) -> bool:
+def _key_before(prefix: str) -> tuple[str, ...]:
+    """The words a number is said of, from the text right before it ("the pool size is")."""
+    link = _LINK_BEFORE.search(prefix, max(0, len(prefix) - 40))
+    if link is None:
+        return ()
+    words = _KEY_WORDS_BEFORE.search(prefix, max(0, link.start() - 60), link.start())
+    return key_words(words.group()) if words else ()
+
+
+def _not_a_claim(answer: str, group: str, start: int, end: int, advice: dict[int, bool]) -> bool:
     """A step's number, a list's, or a fact in a sentence of advice."""
     if group == "number" and (_STEP_WORD.search(answer, max(0, start - 40), start) or _ordinal(answer, start, end)):
         return True
-    return _advice(answer, start, end)
+    begin, finish = sentence(answer, start, end)
+    if begin not in advice:
+        advice[begin] = bool(_ADVICE.search(answer[begin:finish]))
+    return advice[begin]
 
 
 def _ordinal(answer: str, start: int, end: int) -> bool:
     """A list's number: `1.` or `2)` opening a line."""
     return answer[end : end + 1] in (".", ")") and bool(_ORDINAL.search(answer, max(0, start - 8), start))
-
-
-def _advice(answer: str, start: int, end: int) -> bool:
-    begin, finish = sentence(answer, start, end)
-    return bool(_ADVICE.search(answer[begin:finish]))

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import bisect
 import json
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar, cast
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,7 @@ class Haystack:
     sources: list[Source]
     starts: list[int] = field(init=False)
     text: str = field(init=False)
+    found: dict[Hashable, Any] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.starts, at = [], 0
@@ -85,6 +89,12 @@ class Haystack:
     def squeezed(self) -> list[str]:
         """Each source's text with runs of whitespace as one space: for quotes."""
         return [" ".join(source.text.split()) for source in self.sources]
+
+    def once(self, what: Hashable, look: Callable[[], T]) -> T:
+        """What `look` finds, looked for once however often an answer states the same thing."""
+        if what not in self.found:
+            self.found[what] = look()
+        return cast(T, self.found[what])
 
     def source_at(self, offset: int) -> Source:
         return self.sources[bisect.bisect_right(self.starts, offset) - 1]
