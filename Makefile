@@ -38,6 +38,7 @@ test: $(STAMP) .typecheck/opsbot $(MCP_STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python tests/bench/bench_loop.py
+	$(BIN)/python tests/bench/bench_evidence.py
 	$(BIN)/python tests/bench/bench_logs.py
 	$(BIN)/python tests/bench/bench_metrics.py
 	$(BIN)/python tests/bench/bench_redaction.py

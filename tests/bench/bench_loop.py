@@ -102,6 +102,7 @@ class RunFigures:
         self.model_ms: list[float] = []  # per step
         self.tool_ms: list[float] = []  # per step, inside the tool calls (part of the overhead)
         self.round_trips: list[int] = []  # per run
+        self.check_ms: list[float] = []  # per run: the answer checked against the results (part of the overhead)
         self.steps = 0
 
 
@@ -129,6 +130,7 @@ def measure(
             figures.model_ms.append(model_ms / len(reply.steps))
             figures.tool_ms.append(sum(c.duration_ms for s in reply.steps for c in s.calls) / len(reply.steps))
             figures.round_trips.append(memory.round_trips - before)
+            figures.check_ms.append(reply.evidence.check_ms if reply.evidence is not None else 0.0)
             figures.steps = len(reply.steps)
     return figures
 
@@ -410,16 +412,28 @@ def main() -> None:
                 f"{p90(figures.overhead_ms):.2f}",
                 f"{median(figures.tool_ms):.2f}",
                 f"{median(figures.model_ms):.2f}",
+                f"{median(figures.check_ms):.3f}",
             ]
         )
     print(
         table(
-            ["memory", "tool", "steps", "overhead ms/step (median)", "min", "p90", "of which in tool", "model call ms"],
+            [
+                "memory",
+                "tool",
+                "steps",
+                "overhead ms/step (median)",
+                "min",
+                "p90",
+                "of which in tool",
+                "model call ms",
+                "answer check ms/run",
+            ],
             rows,
         )
     )
     print("   'of which in tool': the tool calls' own duration (thread, validation, the tool, redaction).")
     print("   'model call': the whole openai client call (request building, HTTP, parsing); not overhead here.")
+    print("   'answer check': the answer checked against the run's results (bot/agent/evidence), once a run.")
     worst = max(median(f.overhead_ms) for (_, tool), f in overhead.items() if tool == "ping")
     verdict = "met" if worst < TARGET_OVERHEAD_MS else "NOT met"
     print(

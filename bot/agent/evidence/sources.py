@@ -73,6 +73,10 @@ class Haystack:
     starts: list[int] = field(init=False)
     text: str = field(init=False)
     found: dict[Hashable, Any] = field(init=False, default_factory=dict)
+    squeezed: dict[int, str] = field(init=False, default_factory=dict)
+    near: list[int] = field(
+        init=False, default_factory=list
+    )  # the sources a fact's line cites: searched first  # a source's text, whitespace runs as one space
 
     def __post_init__(self) -> None:
         self.starts, at = [], 0
@@ -85,10 +89,14 @@ class Haystack:
     def lower(self) -> str:
         return self.text.lower()
 
-    @cached_property
-    def squeezed(self) -> list[str]:
-        """Each source's text with runs of whitespace as one space: for quotes."""
-        return [" ".join(source.text.split()) for source in self.sources]
+    def holds(self, n: int, quote: str) -> bool:
+        """Whether source `n` holds `quote` (whitespace runs as one space): as written, else squeezed."""
+        text = self.sources[n].text
+        if quote in text:
+            return True
+        if n not in self.squeezed:
+            self.squeezed[n] = " ".join(text.split())
+        return quote in self.squeezed[n]
 
     def once(self, what: Hashable, look: Callable[[], T]) -> T:
         """What `look` finds, looked for once however often an answer states the same thing."""
