@@ -50,9 +50,9 @@ ANSWER = """\
 **checkout's 502s come from payments timing out.**
 
 - checkout logged 38 `ERROR`s in the last two hours, each a 502 with
-  `upstream=payments:8443 error="upstream request timeout after 2000ms"`.
+  `upstream=payments:8443 error="upstream request timeout after 2000ms"` [1].
 - In the same minutes payments logged slow ledger queries (`slow query 1840ms … no index on
-  account_id`), and its database pool holds only **5** connections.
+  account_id`) [2], and its database pool holds only **5** connections [2: "db.primary.pool_size: 5"].
 
 | check | found |
 |---|---|

@@ -85,7 +85,7 @@ _LINK_BEFORE = re.compile(
 )
 _KEY_WORDS_BEFORE = re.compile(r"(?:[A-Za-z_][\w.\-]*[ \t`'\"]*){1,6}$")
 _ADVICE = re.compile(
-    r"(?i)\b(?:should|could|consider|recommend\w*|suggest\w*|try|might want|next step|to check)\b|"
+    r"(?i)\b(?:should|could|consider|recommend\w*|suggest\w*|try|might want|next step|to check)\b|(?i:\bnext:)|"
     r"(?i:^[ \t]*(?:[-*][ \t]+|\d+[.)][ \t]+)?(?:raise|increase|decrease|lower|set|reduce|bump|scale|restart|run|"
     r"roll ?back|revert|check|add|change|update|use)\b)"
 )

@@ -70,8 +70,11 @@ def _line_end(text: str, offset: int) -> int:
 
 
 def _distinct(citations: list[Citation]) -> list[Citation]:
-    """One footnote per step and quote, in the order they are cited."""
+    """One footnote per step and quote, by step."""
     seen: dict[tuple[int, str | None], Citation] = {}
     for citation in citations:
         seen.setdefault((citation.step, citation.quote), citation)
-    return sorted(seen.values(), key=lambda c: c.step)
+    quoted = {step for step, quote in seen if quote is not None}
+    # A step cited bare and with a quote is one footnote: the quote says more.
+    kept = [c for (step, quote), c in seen.items() if quote is not None or step not in quoted]
+    return sorted(kept, key=lambda c: c.step)
