@@ -20,7 +20,7 @@ from ...tools.base import CallStatus
 from ...tools.inert import inert
 from ...tools.redact import redact_text
 from ...tools.text import cut_middle
-from ..agent import Evidence, Reply, Step, Style, evidence_lines, marked
+from ..agent import Evidence, Reply, Step, Style, evidence_lines
 from ..agent.prompts import answer_warning
 from ..alerts import Alert
 from ..approvals import Pending
@@ -146,9 +146,8 @@ def answer_messages(reply: Reply, answer_id: str) -> AnswerMessages:
     key = hashlib.sha256(reply.text.encode()).hexdigest()[:10]
     pieces = list(itertools.islice(_pieces(reply.text, MARKDOWN_CHARS), ANSWER_MESSAGES + 1))
     if len(pieces) <= 1:
-        text = marked_answer(reply)
-        blocks = [_markdown(text), *answer_footer(reply, answer_id)]
-        return AnswerMessages([Content(_fallback(text, reply), blocks)], key)
+        blocks = [_markdown(reply.text), *answer_footer(reply, answer_id)]
+        return AnswerMessages([Content(_fallback(reply.text, reply), blocks)], key)
     if len(pieces) <= ANSWER_MESSAGES:
         count = len(pieces)
         going_on = [f"Part {n} of {count} of this answer: it goes on below." for n in range(1, count)]
@@ -167,13 +166,6 @@ def answer_messages(reply: Reply, answer_id: str) -> AnswerMessages:
         f"all of it is in the file {name} above; its first {len(head):,} characters are shown here."
     )
     return AnswerMessages([_head_message(reply, answer_id, head, note)], key, attachment)
-
-
-def marked_answer(reply: Reply) -> str:
-    """An answer of one message with each unsupported or contradicted claim marked where it stands
-    (an answer in parts is left as written: its flags are listed below its last part)."""
-    text = marked(reply.text, reply.evidence)
-    return text if _shown_chars(text) <= MARKDOWN_CHARS else reply.text
 
 
 def unattached_message(reply: Reply, answer_id: str, why: str) -> Content:
@@ -212,7 +204,7 @@ def answer_footer(reply: Reply, answer_id: str) -> list[Block]:
 
 def evidence_blocks(evidence: Evidence | None) -> list[Block]:
     """What the check of the answer found, a context block for what warns and one for the footnotes."""
-    said = evidence_lines(evidence) if evidence is not None else []
+    said = evidence_lines(evidence, claims=False) if evidence is not None else []
     warns = [escape(s.line) for s in said if s.warns]
     notes = [escape(s.line) for s in said if not s.warns]
     return [_context(_cut("\n".join(lines), _SECTION_CHARS)) for lines in (warns, notes) if lines]

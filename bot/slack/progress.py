@@ -50,7 +50,6 @@ from .blocks import (
     answer_footer,
     answer_messages,
     escape,
-    marked_answer,
     preamble_lines,
     status_text,
     step_lines,
@@ -285,8 +284,7 @@ class SlackProgress(Progress):
         except _SLACK_FAILURES as exc:
             log.warning("could not complete the streamed answer (%s); posting it instead", _error(exc))
             return _Stopped(done=False, may_land_from=started if may_have_landed(exc) else None)
-        # A flagged claim is marked where it stands: the streamed text is replaced by the marked one.
-        if self.misled or (self.preview.text and rest is None) or marked_answer(reply) != reply.text:
+        if self.misled or (self.preview.text and rest is None):
             self._rewrite(message, streamer)
         return _Stopped(done=True)
 

@@ -20,12 +20,22 @@ def footnote(citation: Citation) -> str:
     return f"[{citation.step}] step {citation.step} · {citation.tool}{quote}"
 
 
-def flag(span: Span) -> str:
-    """One line for an unsupported or contradicted statement, quoting it and what the results say."""
+def flag(span: Span, claims: bool = True) -> str:
+    """One line for an unsupported or contradicted statement, quoting it and what the results say.
+    Without `claims` the claim is not repeated apart from its statement: lifted out of a link there
+    (a host, a data: URL's payload, a query string's value), it would stand bare where the link
+    guard no longer sees a link (Slack, bot/slack/outside.py)."""
+    where = f"step {span.step}" if span.step is not None else "an earlier result"
+    if not claims:
+        said = (
+            f"Contradicted by {where}: `{span.evidence}`"
+            if span.evidence is not None
+            else "Not backed by the tool results"
+        )
+        return f'{MARK} {said}: "{span.statement}"'
     if span.evidence is not None:
-        where = f"step {span.step}" if span.step is not None else "an earlier result"
-        said = f'the answer says "{span.claim}" in "{span.statement}"'
-        return f"{MARK} Contradicted by {where}: `{span.evidence}`, where {said}"
+        says = f'the answer says "{span.claim}" in "{span.statement}"'
+        return f"{MARK} Contradicted by {where}: `{span.evidence}`, where {says}"
     return f'{MARK} Not backed by the tool results: "{span.claim}" ({span.why}) in "{span.statement}"'
 
 
@@ -40,12 +50,12 @@ class Said(NamedTuple):
     warns: bool
 
 
-def evidence_lines(evidence: Evidence) -> list[Said]:
-    """Flagged statements first, then the footnotes, then what was not looked at."""
+def evidence_lines(evidence: Evidence, claims: bool = True) -> list[Said]:
+    """Flagged statements first, then the footnotes, then what was not looked at (`claims`: see flag)."""
     said, flagged = gaps(evidence), evidence.flagged
     more = len(flagged) - FLAGS_SHOWN
     return [
-        *(Said(flag(span), True) for span in flagged[:FLAGS_SHOWN]),
+        *(Said(flag(span, claims), True) for span in flagged[:FLAGS_SHOWN]),
         *([Said(f"{MARK} and {more} more claims the tool results do not back", True)] if more > 0 else []),
         *(Said(footnote(citation), False) for citation in _distinct(evidence.citations)),
         *([Said(said, True)] if said else []),
@@ -54,11 +64,15 @@ def evidence_lines(evidence: Evidence) -> list[Said]:
 
 def marked(text: str, evidence: Evidence | None) -> str:
     """`text` with a ⚠ at the end of each line holding an unsupported or contradicted claim, where
-    it stands (at the line's end: what the line quotes, a log line's words perhaps, stays whole)."""
+    it stands (at the line's end: what the line quotes, a log line's words perhaps, stays whole).
+    Lines whose end is markdown's syntax (a table row, a link's definition, a fence) stay as written."""
     if evidence is None:
         return text
     out, at = [], 0
     for end in sorted({_line_end(text, span.end) for span in evidence.flagged}):
+        line = text[text.rfind("\n", 0, end) + 1 : end].lstrip()
+        if line.startswith(("|", "[", "```", "~~~")) or _fenced(text, end):
+            continue
         out += [text[at:end], f" {MARK}"]
         at = end
     return "".join([*out, text[at:]])
@@ -67,6 +81,11 @@ def marked(text: str, evidence: Evidence | None) -> str:
 def _line_end(text: str, offset: int) -> int:
     end = text.find("\n", offset)
     return len(text) if end < 0 else end
+
+
+def _fenced(text: str, offset: int) -> bool:
+    """Whether `offset` lies inside a fenced code block."""
+    return text.count("```", 0, offset) % 2 == 1
 
 
 def _distinct(citations: list[Citation]) -> list[Citation]:
