@@ -7,12 +7,10 @@ tokens), the check of its answers against the tools' results (evidence/), and it
 and the model (reply, prompts, answer_stream)."""
 
 from .evidence import (
-    MARK,
     UNBACKED,
     Citation,
     Evidence,
     Finding,
-    Said,
     Source,
     Span,
     check_answer,
@@ -27,7 +25,6 @@ from .recollection import Recollection
 from .reply import CallRecord, Progress, Reply, Step, StepDecision, StopReason
 
 __all__ = [
-    "MARK",
     "UNBACKED",
     "Agent",
     "CallRecord",
@@ -37,7 +34,6 @@ __all__ = [
     "Progress",
     "Recollection",
     "Reply",
-    "Said",
     "Source",
     "Span",
     "Step",

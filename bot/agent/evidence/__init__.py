@@ -10,10 +10,9 @@ from .citations import STEP_FIELD_CHARS, numbered
 from .gaps import Ran, not_looked_at
 from .model import Citation, Evidence, Finding, Span
 from .sources import Source, result_source
-from .words import MARK, UNBACKED, Said, evidence_lines, flag, footnote, marked
+from .words import UNBACKED, Said, evidence_lines, marked
 
 __all__ = [
-    "MARK",
     "STEP_FIELD_CHARS",
     "UNBACKED",
     "Citation",
@@ -25,8 +24,6 @@ __all__ = [
     "Span",
     "check_answer",
     "evidence_lines",
-    "flag",
-    "footnote",
     "marked",
     "not_looked_at",
     "numbered",
