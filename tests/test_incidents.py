@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from opsbot.bot.agent import Recollection, Reply, StopReason
+from opsbot.bot.agent import Evidence, Finding, Recollection, Reply, Span, StopReason
 from opsbot.bot.incidents import IncidentStore, InProcessIncidents, record_id
 from opsbot.bot.incidents.redis import RedisIncidents
 from opsbot.bot.redis.client import connect
@@ -81,6 +81,33 @@ def logs_of(service: str) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- records and recall
+
+
+def test_a_checked_answer_leaves_what_the_check_verified_not_what_it_could_not(store, sample) -> None:
+    """Issue 29 landed: an answer's record keeps the facts found in the tool results, with the words
+    they were found in, and not the statements nothing backs (the answer's other claims)."""
+    memory = recollection(store, sample.policy)
+    reply = answered(
+        "The payments pool_size is 5, and the DBA said last week it would be 50.",
+        "slack:T1:C1:3.3",
+        {"tool": "read_config", "args": {"name": "payments", "key": "db.primary.pool_size"}},
+    ).model_copy(
+        update={
+            "evidence": Evidence(
+                findings=[Finding(fact="pool_size is 5", step=1, evidence="db.primary.pool_size: 5")],
+                unsupported=[
+                    Span(start=43, end=45, claim="50", statement="the DBA said ... 50", why="not in any tool result")
+                ],
+            )
+        }
+    )
+    record = memory.remember("what is the payments pool size?", reply, ASKER)
+    assert record is not None
+    assert record.findings == ["pool_size is 5 (step 1: db.primary.pool_size: 5)"]
+    unchecked_reply = answered("No tool ran; it is probably fine.", "slack:T1:C1:4.4")
+    unchecked = memory.remember("and the queue?", unchecked_reply, ASKER)
+    assert unchecked is not None and unchecked.findings == ["No tool ran; it is probably fine."]
+
 
 
 def test_a_recorded_thread_is_recalled_for_a_like_question_with_its_link(store, sample) -> None:

@@ -35,6 +35,7 @@ from ..incidents import (
 )
 from ..llm import Model
 from ..telemetry.audit import AuditReader, AuditRecord, who
+from .evidence import Evidence
 from .recalled import seen_line
 from .reply import Reply, StopReason
 
@@ -139,7 +140,7 @@ class Recollection:
         # Asked when the run started: the handoff puts the question before what the run did.
         asked_at = datetime.fromtimestamp(self.store.clock() - reply.duration_s, UTC)
         asked = Asked(at=asked_at, who=who(principal), text=question)
-        findings = [reply.text] if reply.stop_reason is StopReason.answered else []
+        findings = _findings(reply)
         return self._write(
             reply.thread,
             channel_of(principal),
@@ -296,3 +297,19 @@ def _write_of(kinds: dict[str, AuditRecord]) -> CommandRun:
         approved_by=decided.who if decided is not None and verdict == "approved" else None,
         denied_by=decided.who if decided is not None and verdict == "denied" else None,
     )
+
+
+def _findings(reply: Reply) -> list[str]:
+    """What an answer found, as a record keeps it: what the check verified in the tool results
+    (each fact with the words it was found in, each quote), when the answer was checked and backed;
+    else the answer as written (no tool was offered, or nothing it says could be checked)."""
+    if reply.stop_reason is not StopReason.answered:
+        return []
+    evidence: Evidence | None = reply.evidence
+    if evidence is None or not evidence.backed:
+        return [reply.text]
+    facts = [
+        f"{f.fact} (step {f.step}: {f.evidence})" if f.step else f"{f.fact} ({f.evidence})" for f in evidence.findings
+    ]
+    quotes = [f'"{c.quote}" (step {c.step}, {c.tool})' for c in evidence.citations if c.quote]
+    return [*facts, *quotes] or [reply.text]
