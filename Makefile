@@ -5,6 +5,9 @@ BIN := $(VENV)/bin
 # `chat` needs only what opsbot needs; `test` and the benches add the test toolchain.
 RUNTIME := $(VENV)/.runtime
 STAMP := $(VENV)/.installed
+# pytest-xdist workers for `make test`: the tests mostly wait on servers and subprocesses, so more
+# workers than cores; every test starts its own servers on free ports.
+TEST_WORKERS ?= 3
 
 .PHONY: chat test bench bench-faults bench-soak clean
 
@@ -34,7 +37,7 @@ chat: $(RUNTIME)
 test: $(STAMP) .typecheck/opsbot $(MCP_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 bench: $(STAMP)
 	$(BIN)/python tests/bench/bench_loop.py
