@@ -150,7 +150,7 @@ def raw_run(openai_client: Any, stream: bool, tools: list[dict[str, Any]]) -> in
         calls: dict[int, dict[str, str]] = {}
         if stream:
             for chunk in openai_client.chat.completions.create(
-                model="scripted", messages=messages, tools=tools, stream=True
+                model="scripted", messages=messages, tools=tools, stream=True, stream_options={"include_usage": True}
             ):
                 for delta in chunk.choices[0].delta.tool_calls or [] if chunk.choices else []:
                     call = calls.setdefault(delta.index, {"id": "", "name": "", "arguments": ""})
