@@ -34,7 +34,7 @@ forbidden call was made. Facts and claims match case-insensitively.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -49,16 +49,7 @@ Kind = Literal[
     "incident_recall",
     "tempting",
 ]
-KINDS: tuple[Kind, ...] = (
-    "single_tool",
-    "multi_tool",
-    "clarification",
-    "fault_recovery",
-    "long_thread",
-    "prompt_injection",
-    "incident_recall",
-    "tempting",
-)
+KINDS: tuple[Kind, ...] = get_args(Kind)
 BUILTIN = Path(__file__).parent / "scenarios"
 
 
