@@ -505,3 +505,41 @@ def test_after_redis_restarts_empty_a_threads_questions_are_answered_in_the_orde
     assert until(lambda: a.handled + b.handled == [first.id, second.id, third.id])
     for process in (a, b):
         process.pool.shutdown()
+
+
+def test_a_question_reaching_a_process_before_it_notices_the_restart_waits_for_the_run_under_way(own_redis) -> None:
+    """The fault bench's doubles after a Redis restart without persistence: a delivery accepted
+    in the moment between the restart and the janitor's look took the thread's lease again, a
+    second drain ran beside the first in the same process, and the first's question, no longer
+    seen as under way, was queued again by the replay and answered twice."""
+    first, second = job_in("1700000000.1", 1), job_in("1700000000.1", 2)
+    release = threading.Event()
+    running: list[str] = []
+    overlapped: list[str] = []
+
+    def wait(job: Job) -> None:
+        if running:
+            overlapped.append(job.id)
+        running.append(job.id)
+        if job.id == first.id:
+            release.wait(10)
+        running.remove(job.id)
+
+    a = process_on(own_redis, wait=wait)
+    a.dispatcher.accept(first, "first", active_ttl_s=60)
+    assert until(lambda: running == [first.id])
+
+    own_redis.stop()
+    own_redis.start()
+    a.dispatcher.accept(second, "second", active_ttl_s=60)  # before a's janitor has looked
+    a.tick()  # a notices, holds its thread and the first question again
+    a.tick(after_s=2.0)  # every process has marked its threads
+    a.tick(after_s=2.0)  # a lease on, the replay: the first question is still under way
+    time.sleep(0.3)
+    release.set()
+    a.tick(after_s=2.0)
+    assert until(lambda: a.handled == [first.id, second.id], timeout=10), a.handled
+    a.tick(after_s=5.0)
+    time.sleep(0.3)
+    assert a.handled == [first.id, second.id] and overlapped == []
+    a.pool.shutdown()

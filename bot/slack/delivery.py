@@ -312,7 +312,16 @@ class Dispatcher:
         token = str(accepted.token)
         drain = _Drain(token)
         with self._drains_lock:
-            self._drains[thread] = drain
+            # A second lease on a thread this process drains: Redis lost the first (a restart)
+            # before the janitor held it again. Two drains would run the thread's jobs side by
+            # side and lose track of the first's job (run again by the replay); the first goes on,
+            # under its lease again at the janitor's next tick.
+            mine = self._drains.get(thread)
+            if mine is None:
+                self._drains[thread] = drain
+        if mine is not None:
+            self._give_up(thread, token)
+            return
         try:
             if accepted.took_over:
                 self.on_takeover(thread)
@@ -340,7 +349,8 @@ class Dispatcher:
             self._give_up(thread, token)
         finally:
             with self._drains_lock:
-                self._drains.pop(thread, None)
+                if self._drains.get(thread) is drain:
+                    del self._drains[thread]
 
     def _wait_for_whole_queues(self, thread: str) -> None:
         """After Redis lost its data, each process queues again what it holds; a thread's next job
