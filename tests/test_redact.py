@@ -106,9 +106,11 @@ ADVERSARIAL = {
 
 @pytest.mark.parametrize("text", ADVERSARIAL.values(), ids=ADVERSARIAL.keys())
 def test_redaction_is_linear_on_adversarial_input(text):
-    started = time.perf_counter()
+    # CPU time, not wall time: the suite runs on several workers, and a backtracking pattern costs
+    # seconds of CPU here however busy the machine is.
+    started = time.process_time()
     redact_text(text)
-    assert time.perf_counter() - started < 1.5
+    assert time.process_time() - started < 1.5
 
 
 def test_secrets_in_any_tool_return_type_are_redacted(model_server, make_agent):
