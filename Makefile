@@ -7,7 +7,7 @@ RUNTIME := $(VENV)/.runtime
 STAMP := $(VENV)/.installed
 # pytest-xdist workers for `make test`: the tests mostly wait on servers and subprocesses, so more
 # workers than cores; every test starts its own servers on free ports.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 4
 
 .PHONY: chat test bench bench-faults bench-soak clean
 
