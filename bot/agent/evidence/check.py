@@ -44,7 +44,7 @@ def check_answer(answer: str, question: str, sources: list[Source]) -> Evidence:
     for cited in citations(answer):
         _cite(answer, cited, hay, evidence)
         line = answer.rfind("\n", 0, cited.start)
-        cited_on.setdefault(line, []).extend(n for n, s in enumerate(sources) if s.step in cited.steps)
+        cited_on.setdefault(line, []).extend(n for step in cited.steps for n in hay.made_at(step))
     for fact in facts(answer, question):
         hay.near = cited_on.get(answer.rfind("\n", 0, fact.start), [])
         _fact(answer, fact, hay, evidence)
@@ -54,7 +54,7 @@ def check_answer(answer: str, question: str, sources: list[Source]) -> Evidence:
 
 def _cite(answer: str, cited: Cited, hay: Haystack, evidence: Evidence) -> None:
     for step in cited.steps:
-        made = [n for n, source in enumerate(hay.sources) if source.step == step]
+        made = hay.made_at(step)
         if not made:
             evidence.unsupported.append(
                 _span(answer, cited.start, cited.end, f"step {step} ran no tool in this answer")
@@ -74,16 +74,8 @@ def _cite(answer: str, cited: Cited, hay: Haystack, evidence: Evidence) -> None:
 
 
 def _fact(answer: str, fact: Fact, hay: Haystack, evidence: Evidence) -> None:
-    same: Callable[[str], bool]
-    if fact.kind is Kind.number:
-        asked = _quantity(fact.text)
-        same = lambda value: _same_number(asked, value)  # noqa: E731
-        forms = [_written(value, decimals) for value, decimals in _forms(asked)]
-    else:
-        same = lambda value: value.strip("\"'`").lower() == fact.value.strip("\"'`").lower()  # noqa: E731
-        forms = [fact.value.strip("\"'`").lower()]
     if len(fact.key) >= 2:  # one generic word is not enough of a key (see _score)
-        keyed = hay.once(("key", fact.key, fact.text), lambda: _keyed(hay, fact.key, forms, same))
+        keyed = hay.once(("key", fact.key, fact.text), lambda: _by_key(hay, fact))
         if keyed is not None:
             if keyed.agrees:
                 evidence.findings.append(_finding(fact, hay, keyed.offset, keyed.said))
@@ -101,6 +93,19 @@ def _fact(answer: str, fact: Fact, hay: Haystack, evidence: Evidence) -> None:
         evidence.unsupported.append(_span(answer, fact.start, fact.end, "not in any tool result", claim=fact.text))
     else:
         evidence.findings.append(_finding(fact, hay, at, hay.line_at(at).strip()))
+
+
+def _by_key(hay: Haystack, fact: Fact) -> _Lookup | None:
+    """What the results give under the fact's key: its value in each form it may be written in."""
+    same: Callable[[str], bool]
+    if fact.kind is Kind.number:
+        asked = _quantity(fact.text)
+        same = lambda value: _same_number(asked, value)  # noqa: E731
+        forms = [_written(value, decimals) for value, decimals in _forms(asked)]
+    else:
+        same = lambda value: value.strip("\"'`").lower() == fact.value.strip("\"'`").lower()  # noqa: E731
+        forms = [fact.value.strip("\"'`").lower()]
+    return _keyed(hay, fact.key, forms, same)
 
 
 def _quantity(text: str) -> Quantity:

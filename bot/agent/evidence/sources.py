@@ -10,6 +10,7 @@ last 15 minutes" may come from `since=15m`.
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -30,11 +31,22 @@ class Source:
 
 def result_source(step: int | None, tool: str, rendered: str, arguments: str = "") -> Source:
     """A rendered result (and the call's arguments) as a Source."""
+    return Source(step, tool, read_result(rendered, arguments))
+
+
+# A thread's stored results are checked again at each of its answers: each is read once while it
+# is among the last READ_KEPT (a result is capped, so this holds a few MB at most).
+READ_KEPT = 256
+
+
+@functools.lru_cache(maxsize=READ_KEPT)
+def read_result(rendered: str, arguments: str) -> str:
+    """A rendered result and its call's arguments as the lines the check reads."""
     lines: list[str] = []
     _flatten(_loads(rendered), "", lines)
     if arguments:
         _flatten(_loads(arguments), "", lines)
-    return Source(step, tool, "\n".join(lines))
+    return "\n".join(lines)
 
 
 def _loads(text: str) -> Any:
@@ -73,10 +85,8 @@ class Haystack:
     starts: list[int] = field(init=False)
     text: str = field(init=False)
     found: dict[Hashable, Any] = field(init=False, default_factory=dict)
-    squeezed: dict[int, str] = field(init=False, default_factory=dict)
-    near: list[int] = field(
-        init=False, default_factory=list
-    )  # the sources a fact's line cites: searched first  # a source's text, whitespace runs as one space
+    squeezed: dict[int, str] = field(init=False, default_factory=dict)  # a source's text, whitespace runs as one
+    near: list[int] = field(init=False, default_factory=list)  # the sources a fact's line cites: searched first
 
     def __post_init__(self) -> None:
         self.starts, at = [], 0
@@ -84,6 +94,13 @@ class Haystack:
             self.starts.append(at)
             at += len(source.text) + 1
         self.text = "\n".join(source.text for source in self.sources)
+
+    @cached_property
+    def by_step(self) -> dict[int | None, list[int]]:
+        made: dict[int | None, list[int]] = {}
+        for n, source in enumerate(self.sources):
+            made.setdefault(source.step, []).append(n)
+        return made
 
     @cached_property
     def lower(self) -> str:
@@ -97,6 +114,10 @@ class Haystack:
         if n not in self.squeezed:
             self.squeezed[n] = " ".join(text.split())
         return quote in self.squeezed[n]
+
+    def made_at(self, step: int) -> list[int]:
+        """The sources step `step` of this run made, by their place in `sources`."""
+        return self.by_step.get(step, [])
 
     def once(self, what: Hashable, look: Callable[[], T]) -> T:
         """What `look` finds, looked for once however often an answer states the same thing."""
