@@ -7,6 +7,7 @@ the next one stops the loop. A call repeated after an error result is a retry an
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -73,8 +74,14 @@ def canonical_arguments(raw: str) -> Arguments:
 
 
 def call_key(call: ToolCall) -> str:
-    canonical, _ = canonical_arguments(call.arguments)
-    return hashlib.sha256(f"{call.name}\0{canonical}".encode()).hexdigest()[:32]
+    return _key(call.name, call.arguments)
+
+
+@functools.lru_cache(maxsize=1024)
+def _key(name: str, arguments: str) -> str:
+    """A call's key, worked out once: the loop, its guards and its budget each ask for it."""
+    canonical, _ = canonical_arguments(arguments)
+    return hashlib.sha256(f"{name}\0{canonical}".encode()).hexdigest()[:32]
 
 
 class LoopGuard:
