@@ -325,9 +325,15 @@ def mcp_serve(ctx: click.Context, http: str | None) -> None:
 @click.option("--since", default="24h", show_default=True, help="How far back: 15m, 2h, 1d, or an ISO-8601 time.")
 @click.option("--thread", default=None, help="Only this thread's records (its key, as the records show it).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON record per line.")
+@click.option(
+    "--feedback",
+    "feedback",
+    is_flag=True,
+    help="Only the negative feedback on answers (each person's last word on each), newest first, with its thread.",
+)
 @click.pass_context
-def audit(ctx: click.Context, since: str, thread: str | None, as_json: bool) -> None:
-    """Read back the audit trail kept in Redis: tool calls, approvals and write commands."""
+def audit(ctx: click.Context, since: str, thread: str | None, as_json: bool, feedback: bool) -> None:
+    """Read back the audit trail kept in Redis: tool calls, approvals, write commands, alerts and feedback."""
     settings = _settings(ctx)
     if not settings.redis_url:
         echo(
@@ -341,17 +347,20 @@ def audit(ctx: click.Context, since: str, thread: str | None, as_json: bool) -> 
     if isinstance(start, ToolResult):
         raise click.BadParameter(TIME_HINT, param_hint="--since")
     from .redis.client import REDIS_ERRORS, connect, describe
-    from .telemetry.audit import RedisAudit
+    from .telemetry.audit import RedisAudit, negative_feedback
 
     try:
         entries = list(RedisAudit(connect(settings.redis_url), settings.audit.ttl_s).read(start, thread))
     except REDIS_ERRORS as exc:
         echo(f"Cannot read the audit trail from {describe(settings.redis_url)}: {exc}", err=True, fg="red")
         ctx.exit(1)
+    if feedback:
+        entries = negative_feedback(entries)
     for entry in entries:
         echo(entry.model_dump_json(exclude_none=True) if as_json else entry.line())
     if not entries and not as_json:
-        echo(f"No audit records since {since}{f' in thread {thread}' if thread else ''}.", err=True)
+        what = "negative feedback" if feedback else "audit records"
+        echo(f"No {what} since {since}{f' in thread {thread}' if thread else ''}.", err=True)
 
 
 @main.command()

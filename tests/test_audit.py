@@ -143,3 +143,43 @@ def test_a_line_says_what_was_asked_without_empty_parts() -> None:
         request="r9",
     )
     assert asked.line().endswith("approval_requested cli:alice thread=cli:default restart printf 'x y' request=r9")
+
+
+# ---------------------------------------------------------------- opsbot audit --feedback
+
+
+def verdict(who: str, run: str, status: str, thread: str = "slack:T1:C1:1.1") -> AuditRecord:
+    link = "https://slack.com/archives/C1/p11"
+    return AuditRecord.made("feedback", who=who, thread=thread, run=run, status=status, link=link)
+
+
+def test_opsbot_audit_feedback_lists_each_persons_standing_negative_verdict_newest_first(
+    audit: RedisAudit, redis_server: RedisServer
+) -> None:
+    audit.record(verdict("slack:U5", "aaaaaaaaaaaa", "negative"))
+    audit.record(verdict("slack:U6", "aaaaaaaaaaaa", "negative"))
+    audit.record(verdict("slack:U7", "bbbbbbbbbbbb", "negative", thread="slack:T1:C2:2.2"))
+    audit.record(verdict("slack:U6", "aaaaaaaaaaaa", "positive"))  # U6 changed their mind
+    audit.record(verdict("slack:U8", "bbbbbbbbbbbb", "positive"))
+    audit.record(call("slack:T1:C1:1.1", service="checkout"))
+    code, out = audit_cli("--feedback", redis_url=redis_server.url)
+    assert code == 0 and [line.split(" ", 1)[1] for line in out.splitlines()] == [
+        "feedback slack:U7 thread=slack:T1:C2:2.2 run=bbbbbbbbbbbb -> negative https://slack.com/archives/C1/p11",
+        "feedback slack:U5 thread=slack:T1:C1:1.1 run=aaaaaaaaaaaa -> negative https://slack.com/archives/C1/p11",
+    ], out
+    code, out = audit_cli("--feedback", "--json", "--thread", "slack:T1:C1:1.1", redis_url=redis_server.url)
+    assert code == 0 and [json.loads(line)["who"] for line in out.splitlines()] == ["slack:U5"]
+    # A mind changed back counts as it stands last: listed again, as the newest.
+    audit.record(verdict("slack:U6", "aaaaaaaaaaaa", "negative"))
+    code, out = audit_cli("--feedback", redis_url=redis_server.url)
+    assert [line.split(" ")[2] for line in out.splitlines()] == ["slack:U6", "slack:U7", "slack:U5"]
+
+
+def test_opsbot_audit_feedback_says_when_redis_is_unreachable_or_nothing_is_recorded(
+    audit: RedisAudit, redis_server: RedisServer
+) -> None:
+    code, out = audit_cli("--feedback", redis_url="redis://127.0.0.1:1/0", stream="all")
+    assert code == 1 and "Cannot read the audit trail from" in out and "Traceback" not in out
+    audit.record(verdict("slack:U5", "aaaaaaaaaaaa", "positive"))
+    code, out = audit_cli("--feedback", "--since", "2h", redis_url=redis_server.url, stream="all")
+    assert code == 0 and out.splitlines()[-1] == "No negative feedback since 2h."

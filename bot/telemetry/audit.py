@@ -1,6 +1,7 @@
 """The audit trail a security reviewer reads: every tool call (who asked, in which thread, the
 tool, its arguments as redacted, the result's status), every approval request and decision, every
-write command run, and the alerts that fired and resolved (a handoff tells them all, in order).
+write command run, the alerts that fired and resolved (a handoff tells them all, in order), and
+the feedback people give on answers (who, positive or negative, the run, the thread).
 One JSON record each, on the `opsbot.audit` logger (wherever the deployment ships its logs), and,
 with Redis, in one stream kept for `audit.ttl_s`, which `opsbot audit` reads back.
 
@@ -16,7 +17,7 @@ import logging
 import shlex
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
@@ -30,7 +31,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("opsbot.audit")
 
-Kind = Literal["tool_call", "approval_requested", "approval_decided", "write_run", "alert_fired", "alert_resolved"]
+Kind = Literal[
+    "tool_call", "approval_requested", "approval_decided", "write_run", "alert_fired", "alert_resolved", "feedback"
+]
 STREAM = "opsbot:audit"
 
 
@@ -41,12 +44,19 @@ class AuditRecord(BaseModel):
     kind: Kind
     who: str | None = Field(default=None, description="platform:user of whoever asked or decided")
     thread: str | None = Field(default=None, description="the conversation's thread key, or the run's origin")
-    run: str | None = Field(default=None, description="the runbook run, for a runbook's steps and requests")
+    run: str | None = Field(
+        default=None,
+        description="the run: a runbook's, for its steps and requests; the agent's, for its tool calls and "
+        "the feedback on its answer",
+    )
     tool: str | None = None
     args: Any = Field(default=None, description="as redacted")
-    status: str | None = Field(default=None, description="a call's status; a decision's verdict")
+    status: str | None = Field(
+        default=None, description="a call's status; a decision's verdict; feedback's value (positive, negative)"
+    )
     request: str | None = Field(default=None, description="the approval request")
     argv: list[str] | None = Field(default=None, description="a write command's argv, as redacted")
+    link: str | None = Field(default=None, description="where it happened, for people: the thread of an answer")
 
     def line(self) -> str:
         """The record as one line for people: when, what, who, where, and how it went."""
@@ -61,6 +71,8 @@ class AuditRecord(BaseModel):
             parts.append(f"request={self.request}")
         if self.status:
             parts.append(f"-> {self.status}")
+        if self.link:
+            parts.append(self.link)
         return " ".join(parts)
 
     @classmethod
@@ -75,6 +87,17 @@ class AuditRecord(BaseModel):
 def who(principal: Principal | None) -> str | None:
     """platform:user, as records name people (None: nobody in particular asked)."""
     return f"{principal.platform}:{principal.user}" if principal is not None else None
+
+
+def negative_feedback(records: Iterable[AuditRecord]) -> list[AuditRecord]:
+    """The feedback that stands negative, newest first: of each person's feedback records on each
+    run's answer (read oldest first), the last, if it is negative (a change of mind replaces it)."""
+    latest: dict[tuple[str | None, str | None], AuditRecord] = {}
+    for record in records:
+        if record.kind == "feedback":
+            latest.pop((record.who, record.run), None)  # re-added: the dict keeps the order of the last
+            latest[(record.who, record.run)] = record
+    return [record for record in reversed(latest.values()) if record.status == "negative"]
 
 
 class Audit(Protocol):

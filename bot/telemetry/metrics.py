@@ -4,9 +4,10 @@ One registry of opsbot's own (not prometheus_client's global default), so what a
 opsbot's alone and nothing a library registers leaks into /metrics. Names follow Prometheus's
 conventions: `opsbot_` prefix, units in the name (`_seconds`), `_total` on counters.
 
-Labels are bounded sets only: stop reasons, call statuses, verdicts, sources, components, and
-tool names from the agent's registry (a name the model made up is counted as `unknown`). Never
-user text, thread ids or request ids: each label value is a time series kept forever.
+Labels are bounded sets only: stop reasons, call statuses, verdicts, feedback values, sources,
+components, and tool names from the agent's registry (a name the model made up is counted as
+`unknown`). Never user text, thread ids, run ids or request ids: each label value is a time series
+kept forever.
 
 prometheus_client is imported on the first event rather than with this module: commands that
 run nothing (check-config, --help) do not pay for it, and the first run pays it once (~12 ms).
@@ -138,6 +139,13 @@ class _Metrics:
         self.approvals_decided = Counter(
             "opsbot_approvals_decided", "Clicks on approval requests, by verdict.", ["verdict"], registry=r
         )
+        self.feedback = Counter(
+            "opsbot_feedback",
+            "Feedback given on answers, by value (positive, negative): a user's first verdict on an "
+            "answer and each change of mind, under the value it gives; a repeated click is not counted.",
+            ["value"],
+            registry=r,
+        )
         self.redis_errors = Counter(
             "opsbot_redis_errors",
             "Redis calls that failed, by the component that made them.",
@@ -235,7 +243,7 @@ def rate_limited(method: str) -> None:
     _m().rate_limited.labels(method).inc()
 
 
-# ---------------------------------------------------------------- alerts, runbooks, approvals, Redis
+# ---------------------------------------------------------------- alerts, runbooks, approvals, feedback, Redis
 
 
 def alert_received(source: str, queued: bool) -> None:
@@ -252,6 +260,11 @@ def approval_asked(kind: str) -> None:
 
 def approval_decided(verdict: str) -> None:
     _m().approvals_decided.labels(verdict).inc()
+
+
+def feedback(value: str) -> None:
+    """A verdict recorded on an answer: `positive` or `negative`."""
+    _m().feedback.labels(value).inc()
 
 
 def redis_error(component: str) -> None:
