@@ -238,7 +238,7 @@ def test_slash_commands_and_clicks_are_counted_as_acks(web: str, sample_stack: C
     stack = sample_stack(echo())
     scrapes = Scrapes(web + "/metrics")
     assert stack.command("help").status == 200
-    assert stack.click("opsbot_feedback_good", "answer-1", message_ts="1700000000.000001").status == 200
+    assert stack.click("opsbot_feedback", "positive:0123456789ab", message_ts="1700000000.000001").status == 200
     s = scrapes.again()
     assert s.moved("opsbot_slack_acks_total", kind="command", outcome="ok") == 1
     assert s.moved("opsbot_slack_acks_total", kind="action", outcome="ok") == 1

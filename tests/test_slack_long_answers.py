@@ -150,7 +150,7 @@ def test_a_30000_character_answer_arrives_whole_in_messages_of_its_thread(thread
     ]
     assert last["metadata"] == {"event_type": ANSWER_EVENT, "event_payload": {"job": "job1"}}
     assert contexts(last)[0] == f"Part {len(messages)} of {len(messages)}."
-    assert [b["type"] for b in last["blocks"]][-1] == "actions", "the feedback buttons end the answer"
+    assert [b["type"] for b in last["blocks"]][-1] == "context_actions", "the feedback buttons end the answer"
     [steps] = [m for m in thread.replies() if m not in messages]
     assert steps["metadata"]["event_type"] == STEPS_EVENT
     assert "list_services" in json.dumps(steps) and "ERROR checkout-api" not in json.dumps(steps), "steps alone"

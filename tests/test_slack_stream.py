@@ -145,7 +145,9 @@ def test_answer_lines_go_out_together_at_most_once_a_second_below_the_steps(run_
     stop = run.stop()
     assert streamed(stop) == "&lt;f&gt;"
     assert stop.args["metadata"] == {"event_type": "opsbot_answer", "event_payload": {"job": "job1"}}
-    assert [b["type"] for b in stop.args["blocks"]] == ["context", "context", "actions"], "no second copy of the answer"
+    assert [b["type"] for b in stop.args["blocks"]] == ["context", "context", "context_actions"], (
+        "no second copy of the answer"
+    )
     assert stop.args["blocks"][0]["elements"][0]["text"] == f":warning: {UNBACKED}", "it states nothing the tools found"
     [message] = run.replies()
     assert message["ts"] == run.answer_ts

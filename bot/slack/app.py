@@ -25,6 +25,7 @@ from .alerts import AlertRouter
 from .approval_requests import SlackRequests, ThreadContinuations
 from .conversation import Conversation
 from .delivery import Dispatcher, WorkerPool
+from .feedback import AnswerFeedback
 from .intake import BotIdentity, Intake
 from .janitor import Janitor
 from .journal import Journal
@@ -176,6 +177,7 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
     # An approval's outcome goes on through the same queues as a message, or in its run.
     approvals.hand_back(HandBack.agent, ThreadContinuations(lambda job: dispatcher.submit(job)))
     approvals.hand_back(HandBack.runbook, engine)
+    feedback = AnswerFeedback(state, agent.audit, settings.memory.ttl_s)
     conversation = Conversation(
         agent,
         client,
@@ -186,6 +188,7 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         directory=directory,
         requeue=lambda job: dispatcher.accept(job, "command", active_ttl_s=settings.memory.ttl_s),
         outbound=client.outbound,
+        feedback=feedback,
     )
     dispatcher = Dispatcher(
         state,
@@ -228,8 +231,8 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         requests,
         pool,
         directory,
-        state,
-        settings.memory.ttl_s,
+        feedback,
+        client.outbound,
         later=notices.submit,
     )
     janitor.start()

@@ -13,8 +13,10 @@ import itertools
 import json
 import re
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 from urllib.parse import quote
+
+from slack_sdk.models.blocks import ContextActionsBlock, FeedbackButtonObject, FeedbackButtonsElement
 
 from ...tools.base import CallStatus
 from ...tools.inert import inert
@@ -32,6 +34,11 @@ Block = dict[str, Any]
 APPROVE = "opsbot_approve"
 DENY = "opsbot_deny"
 FEEDBACK = "opsbot_feedback"
+Verdict = Literal["positive", "negative"]
+POSITIVE: Verdict = "positive"
+NEGATIVE: Verdict = "negative"
+# An agent run's id (bot/agent/loop.py: 12 hex digits), as a feedback button's value carries it.
+_FEEDBACK_VALUE = re.compile(rf"({POSITIVE}|{NEGATIVE}):([0-9a-f]{{12}})")
 ANSWER_EVENT = "opsbot_answer"
 STEPS_EVENT = "opsbot_steps"
 
@@ -146,7 +153,7 @@ def answer_messages(reply: Reply, answer_id: str) -> AnswerMessages:
     key = hashlib.sha256(reply.text.encode()).hexdigest()[:10]
     pieces = list(itertools.islice(_pieces(reply.text, MARKDOWN_CHARS), ANSWER_MESSAGES + 1))
     if len(pieces) <= 1:
-        blocks = [_markdown(reply.text), *answer_footer(reply, answer_id)]
+        blocks = [_markdown(reply.text), *answer_footer(reply)]
         return AnswerMessages([Content(_fallback(reply.text, reply), blocks)], key)
     if len(pieces) <= ANSWER_MESSAGES:
         count = len(pieces)
@@ -155,7 +162,7 @@ def answer_messages(reply: Reply, answer_id: str) -> AnswerMessages:
             Content(escape(piece), [_markdown(piece), _context(note)])
             for piece, note in zip(pieces[:-1], going_on, strict=True)
         ]
-        last = [_markdown(pieces[-1]), _context(f"Part {count} of {count}."), *answer_footer(reply, answer_id)]
+        last = [_markdown(pieces[-1]), _context(f"Part {count} of {count}."), *answer_footer(reply)]
         return AnswerMessages([*parts, Content(_fallback(pieces[-1], reply), last)], key)
     name = f"opsbot-answer-{re.sub(r'[^A-Za-z0-9_-]', '-', answer_id)}-{key}.txt"
     # Inert, as every text opsbot shows: a file may well be read with `cat` in a terminal.
@@ -165,21 +172,21 @@ def answer_messages(reply: Reply, answer_id: str) -> AnswerMessages:
         f"This answer is {len(reply.text):,} characters long, more than {ANSWER_MESSAGES} messages hold: "
         f"all of it is in the file {name} above; its first {len(head):,} characters are shown here."
     )
-    return AnswerMessages([_head_message(reply, answer_id, head, note)], key, attachment)
+    return AnswerMessages([_head_message(reply, head, note)], key, attachment)
 
 
-def unattached_message(reply: Reply, answer_id: str, why: str) -> Content:
+def unattached_message(reply: Reply, why: str) -> Content:
     """The message of an answer too long for messages whose file could not be shared: its beginning, and why."""
     head = next(_pieces(reply.text, HEAD_CHARS))
     note = (
         f"This answer is {len(reply.text):,} characters long; only its first {len(head):,} are shown here: "
         f"the whole of it could not be attached as a file ({why})."
     )
-    return _head_message(reply, answer_id, head, note)
+    return _head_message(reply, head, note)
 
 
-def _head_message(reply: Reply, answer_id: str, head: str, note: str) -> Content:
-    blocks = [_markdown(head), _context(escape(note)), *answer_footer(reply, answer_id)]
+def _head_message(reply: Reply, head: str, note: str) -> Content:
+    blocks = [_markdown(head), _context(escape(note)), *answer_footer(reply)]
     return Content(_fallback(head, reply), blocks)
 
 
@@ -188,17 +195,18 @@ def _fallback(text: str, reply: Reply) -> str:
     return escape(f"{text}\n({context_line(reply)})")
 
 
-def answer_footer(reply: Reply, answer_id: str) -> list[Block]:
+def answer_footer(reply: Reply) -> list[Block]:
     """What follows the answer's text: a warning when nothing backs it, what the check found
     (flagged statements, footnotes pointing at the steps' lines, what was not looked at), what it
-    took, the feedback buttons (alone, they end a message whose answer text was streamed)."""
+    took, the feedback buttons, which name the reply's run (alone, they end a message whose answer
+    text was streamed)."""
     warning = answer_warning(reply)
     marks = [_context(f":warning: {escape(warning)}")] if warning else []
     return [
         *marks,
         *evidence_blocks(reply.evidence),
         _context(escape(context_line(reply))),
-        *feedback_blocks(answer_id),
+        *feedback_blocks(reply.run_id),
     ]
 
 
@@ -210,17 +218,38 @@ def evidence_blocks(evidence: Evidence | None) -> list[Block]:
     return [_context(_cut("\n".join(lines), _SECTION_CHARS)) for lines in (warns, notes) if lines]
 
 
-def feedback_blocks(answer_id: str) -> list[Block]:
-    return [
-        {
-            "type": "actions",
-            "block_id": "opsbot_feedback",
-            "elements": [
-                button("👍 Helpful", f"{FEEDBACK}_good", answer_id),
-                button("👎 Not helpful", f"{FEEDBACK}_bad", answer_id),
-            ],
-        }
-    ]
+class Feedback(NamedTuple):
+    """What a click on an answer's feedback buttons says: the verdict, on which run's answer."""
+
+    verdict: Verdict
+    run: str
+
+
+def feedback_blocks(run: str) -> list[Block]:
+    """Slack's native feedback buttons, which must sit in a `context_actions` block
+    (docs.slack.dev/reference/block-kit/blocks/context-actions-block,
+    docs.slack.dev/reference/block-kit/block-elements/feedback-buttons-element). A click sends a
+    `block_actions` payload whose action is `{"type": "feedback_buttons", "action_id", "block_id",
+    "value", "text", "action_ts"}` with the clicked button's value (docs.slack.dev/reference/
+    interaction-payloads/block_actions-payload; bolt-js's `FeedbackButtonsAction`): so each value
+    names the verdict and the answer's run, `negative:5d1c0a9b3e2f` (`feedback_of` reads it back).
+    The block has no block_id: Slack makes one per message, as it asks."""
+    buttons = FeedbackButtonsElement(
+        action_id=FEEDBACK,
+        positive_button=FeedbackButtonObject(
+            text="Helpful", value=f"{POSITIVE}:{run}", accessibility_label="This answer helped"
+        ),
+        negative_button=FeedbackButtonObject(
+            text="Not helpful", value=f"{NEGATIVE}:{run}", accessibility_label="This answer did not help"
+        ),
+    )
+    return [ContextActionsBlock(elements=[buttons]).to_dict()]
+
+
+def feedback_of(value: str) -> Feedback | None:
+    """The verdict and run a feedback button's value names; None for a value opsbot never wrote."""
+    found = _FEEDBACK_VALUE.fullmatch(value)
+    return Feedback(cast(Verdict, found[1]), found[2]) if found else None
 
 
 def output_blocks(title: str, text: str, ok: bool, max_chars: int, note: str = "") -> list[Block]:

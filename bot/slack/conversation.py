@@ -28,6 +28,7 @@ from ..telemetry import metrics
 from .approval_requests import SlackRequests
 from .blocks import RECALLED, context_line, escape, mention, output_blocks
 from .delivery import Deferred
+from .feedback import AnswerFeedback
 from .jobs import Job
 from .outbound import GuardedWebhook, Outbound
 from .posting import PostFailed
@@ -56,9 +57,11 @@ class Conversation:
         directory: Directory,
         requeue: Callable[[Job], object],
         outbound: Outbound,
+        feedback: AnswerFeedback,
     ) -> None:
         """`requeue` queues a `/ops` question again, in the thread opened for it; `outbound` guards
-        what is said through a job's `response_url`, as `client` guards its posts."""
+        what is said through a job's `response_url`, as `client` guards its posts; `feedback` is
+        told each run before its answer is shown, whose feedback buttons name it."""
         self.engine = engine
         self.agent = agent
         self.client = client
@@ -68,6 +71,7 @@ class Conversation:
         self.directory = directory
         self.requeue = requeue
         self.outbound = outbound
+        self.feedback = feedback
 
     def handle(self, job: Job) -> None:
         """Work on `job`; whatever fails, the person hears about it once. Raises `Deferred` when
@@ -136,7 +140,9 @@ class Conversation:
         earlier = target.earlier()
         text = with_thread_context(earlier, job.text) if earlier else job.text
         reply = target.answer(
-            lambda progress: _plain(_started(self.agent.run(text, job.thread.key, progress, job.principal)))
+            lambda progress: self._answering(
+                job, _plain(_started(self.agent.run(text, job.thread.key, progress, job.principal)))
+            )
         )
         log.info("answered %s: %s", job.id, context_line(reply))
         self._remember(job, target, reply)
@@ -144,6 +150,11 @@ class Conversation:
             self._tell_operators(job, target, reply.fault)
         for request in reply.approvals:
             self._ask_for(job, target, request, continues_agent=True)
+
+    def _answering(self, job: Job, reply: Reply) -> Reply:
+        """`reply`, its run remembered where it answers before it is shown (its feedback buttons name it)."""
+        self.feedback.answering(reply.run_id, job.thread)
+        return reply
 
     def _remember(self, job: Job, target: Target, reply: Reply) -> None:
         """Past incidents recalled for the question, told in its thread; the thread's record written."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Literal
 
@@ -9,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...config.policy import Principal
 from ..commands import Decision, Question
+
+_TS = re.compile(r"\d+\.\d+")  # a Slack message's ts
 
 
 class ThreadRef(BaseModel):
@@ -32,9 +35,17 @@ class ThreadRef(BaseModel):
         return {"team": self.team, "channel": self.channel, "thread_ts": self.thread_ts, "thread": self.key}
 
     @property
+    def has_root(self) -> bool:
+        """Whether the thread is one of the channel's: a `/ops` reply only its asker sees has none
+        (its thread_ts names the command, intake.py)."""
+        return bool(_TS.fullmatch(self.thread_ts))
+
+    @property
     def link(self) -> str:
-        """The thread for people: Slack opens it in the workspace of whoever follows the link."""
-        return f"https://slack.com/archives/{self.channel}/p{self.thread_ts.replace('.', '')}"
+        """The thread for people (the channel, for a thread that has no root message): Slack opens
+        it in the workspace of whoever follows the link."""
+        channel = f"https://slack.com/archives/{self.channel}"
+        return f"{channel}/p{self.thread_ts.replace('.', '')}" if self.has_root else channel
 
     @property
     def key(self) -> str:

@@ -198,7 +198,7 @@ class SlackProgress(Progress):
                 log.warning(
                     "could not attach the answer to %s as a file (%s); its beginning is posted", self.job.id, exc
                 )
-                last = unattached_message(reply, self.job.id, exc.error)
+                last = unattached_message(reply, exc.error)
         return post_once(
             self.client, self.channel, self.thread_ts, self.job.id, last.text, last.blocks, check_first=earlier
         )
@@ -275,7 +275,7 @@ class SlackProgress(Progress):
         still adds (a cut note) and the footer complete it; else the whole answer does."""
         rest = self.preview.rest(reply.text) if self.preview.text else None
         if rest is not None:
-            markdown, blocks = self._unsent(whole_words=False) + escape(rest), answer_footer(reply, self.job.id)
+            markdown, blocks = self._unsent(whole_words=False) + escape(rest), answer_footer(reply)
         else:
             markdown, blocks = "", message.blocks
         started = posting.PACING.clock()

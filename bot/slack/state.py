@@ -3,7 +3,7 @@
 - thread queues: a message is accepted (deduplicated, queued) in one script before Slack gets its
   ack; one drainer per thread at a time across processes, holding a short lease it renews;
   messages answered in ts order; a job is done only once its answer is out;
-- feedback on answers.
+- feedback on answers: where each agent run answered, and each user's verdict on it.
 
 Every operation is one round trip; the ones that decide something are Lua scripts, so two
 processes can never both win. A thread's keys share one hash tag, so each script touches one
@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
 from ..redis.client import REDIS_ERRORS, RedisClient
 from ..telemetry import metrics
-from .jobs import Job
+from .jobs import Job, ThreadRef
 from .journal import ActiveThread
 
 # KEYS of every thread script, in this order: 1 queue (zset id -> ts), 2 jobs (hash id -> job),
@@ -126,6 +126,17 @@ end
 return 1
 """
 
+# KEYS[1]: an answer's feedback (hash user -> verdict). ARGV: user, verdict, ttl s. Returns the
+# user's verdict before ('' for none); unchanged when it was this one already.
+_VOTE = """
+local before = redis.call('hget', KEYS[1], ARGV[1]) or ''
+if before ~= ARGV[2] then
+  redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
+  redis.call('expire', KEYS[1], ARGV[3])
+end
+return before
+"""
+
 QUEUE_TTL_S = 24 * 3600
 # Unanswered jobs, done markers and the lease's in-flight record last this long: a day, like Slack's
 # own patience for a thread. Done markers let a job re-queued after a Redis restart be skipped.
@@ -144,6 +155,13 @@ class Accepted(BaseModel):
     first_in_thread: bool = False
     token: str | None = None  # the drain lease, when this caller must drain the thread
     took_over: bool = False  # the lease was a dead drainer's, whose unfinished job is queued again
+
+
+class Vote(NamedTuple):
+    """A feedback click, stored: whether it changed what the user had said of the answer, and what that was."""
+
+    changed: bool
+    before: str | None
 
 
 class SlackState:
@@ -171,6 +189,7 @@ class SlackState:
         self._extend = client.register_script(_EXTEND)
         self._abandon = client.register_script(_ABANDON)
         self._reassert = client.register_script(_REASSERT)
+        self._vote = client.register_script(_VOTE)
 
     @property
     def lease_s(self) -> float:
@@ -335,22 +354,30 @@ class SlackState:
                 pipe.set(self._thread_keys(thread)[6], "1", ex=ttl_s)
             pipe.execute()
 
-    def record_feedback(self, answer_id: str, user: str, value: str, ttl_s: int) -> None:
-        key = f"{self.prefix}:feedback:{answer_id}"
-        with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(key, user, value)
-            pipe.expire(key, ttl_s)
-            pipe.execute()
+    def answering(self, run: str, thread: ThreadRef, ttl_s: int) -> None:
+        """Remember, for `ttl_s`, that the agent run `run` answers in `thread`: its answer's feedback
+        buttons name the run, and a click is taken only for a run remembered here, in its place."""
+        self.redis.set(self._answer_key(run), thread.model_dump_json(), ex=ttl_s)
 
-    def feedback(self, answer_id: str) -> dict[str, str]:
-        stored: dict[str, str] = self.redis.hgetall(f"{self.prefix}:feedback:{answer_id}")  # type: ignore[assignment]
-        return stored
+    def answered_in(self, run: str) -> ThreadRef | None:
+        """Where the run `run` answered; None once forgotten (or for a run opsbot never had)."""
+        stored = self.redis.get(self._answer_key(run))
+        return ThreadRef.model_validate_json(str(stored)) if stored else None
+
+    def record_feedback(self, run: str, user: str, verdict: str, ttl_s: int) -> Vote:
+        """`user`'s verdict on the answer of `run`, in one script: one value per user and answer,
+        the latest; a verdict the user gave already changes nothing."""
+        before = self._vote(keys=[f"{self.prefix}:feedback:{{{run}}}"], args=[user, verdict, ttl_s])
+        return Vote(changed=before != verdict, before=before or None)
 
     def ping(self) -> bool:
         try:
             return bool(self.redis.ping())
         except REDIS_ERRORS:
             return False
+
+    def _answer_key(self, run: str) -> str:
+        return f"{self.prefix}:answer:{{{run}}}"
 
     def _thread_keys(self, thread: str) -> list[str]:
         # One hash tag for a thread's keys: the scripts touching them work on Redis Cluster too. A

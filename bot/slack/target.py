@@ -202,7 +202,7 @@ class ResponseUrlTarget:
         reply = run(Progress())
         answer = answer_messages(reply, self.job.id)
         # A response_url takes five replies (ANSWER_MESSAGES is fewer), and a private reply no file.
-        messages = answer.messages if answer.attachment is None else [unattached_message(reply, self.job.id, _NO_FILE)]
+        messages = answer.messages if answer.attachment is None else [unattached_message(reply, _NO_FILE)]
         for message in messages:
             self.webhook.send(text=message.text, blocks=message.blocks, response_type="ephemeral")
         if reply.charts:

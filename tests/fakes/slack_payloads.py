@@ -404,6 +404,30 @@ def block_action(
     return payload
 
 
+def feedback_action(
+    value: str,
+    *,
+    text: str = "Not helpful",
+    action_id: str = "opsbot_feedback",
+    ephemeral: bool = False,
+    **fields: Any,
+) -> dict[str, Any]:
+    """A `block_actions` payload for a click on Slack's feedback buttons (a `feedback_buttons`
+    element in a `context_actions` block, docs.slack.dev/reference/block-kit/block-elements/
+    feedback-buttons-element): the action is `{"type": "feedback_buttons", "action_id", "block_id",
+    "action_ts", "value", "text"}`, `value` and `text` the clicked button's (docs.slack.dev/
+    reference/interaction-payloads/block_actions-payload; bolt-js's `FeedbackButtonsAction`,
+    docs.slack.dev/tools/bolt-js/reference/interfaces/FeedbackButtonsAction). A click on an
+    ephemeral message (a `/ops` reply) says so in its `container` and carries no `message`."""
+    payload = block_action(action_id, value, block_id=_unique("cab"), **fields)
+    [action] = payload["actions"]
+    action.update(type="feedback_buttons", text={"type": "plain_text", "text": text, "emoji": True})
+    if ephemeral:
+        del payload["message"]
+        payload["container"]["is_ephemeral"] = True
+    return payload
+
+
 def interactive_body(payload: dict[str, Any]) -> str:
     """Interactivity arrives as one form field, `payload`, holding the JSON."""
     return urlencode({"payload": json.dumps(payload)})

@@ -5,24 +5,23 @@ hands its listeners."""
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
+from urllib.error import URLError
 
 from slack_bolt import Ack, App
 
 from ...approvals import ApprovalsUnavailable
-from ...redis.client import REDIS_ERRORS
 from ...runbooks import RunStoreUnavailable
 from ...telemetry import metrics
 from ..approval_requests import SlackRequests
 from ..blocks import APPROVE, DENY, FEEDBACK
 from ..delivery import WorkerPool
+from ..feedback import AnswerFeedback, FeedbackClick
+from ..outbound import GuardedWebhook, Outbound
 from ..posting import tell
 from ..principals import Directory
-from ..state import SlackState
 
 log = logging.getLogger("opsbot.feedback")
 
@@ -32,11 +31,12 @@ def register(
     requests: SlackRequests,
     pool: WorkerPool,
     directory: Directory,
-    state: SlackState,
-    feedback_ttl_s: int,
+    feedback: AnswerFeedback,
+    outbound: Outbound,
     later: Callable[[Callable[[], object]], object],
 ) -> None:
-    """`later` runs a short Slack call off the ack path (telling a clicker opsbot is busy)."""
+    """`later` runs a short Slack call off the ack path (telling a clicker what became of a click);
+    `outbound` guards what a click's response_url is told."""
     client = requests.client
 
     def decide(approve: bool, body: dict[str, Any], action: dict[str, Any]) -> None:
@@ -73,22 +73,26 @@ def register(
         metrics.ack("action")
         decide(False, body, action)
 
-    @app.action(re.compile(f"^{FEEDBACK}_(good|bad)$"))
+    @app.action(FEEDBACK)
     def on_feedback(ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
+        """Slack's feedback buttons: the action's `value` is the clicked button's
+        (docs.slack.dev/reference/block-kit/block-elements/feedback-buttons-element). Taken before
+        the ack, as a message is queued before its ack (Redis only, milliseconds, in click order);
+        what the clicker is told goes through `later`."""
         ack()
         metrics.ack("action")
         click = _click(body, action)
         if click is None:
             return
-        value = action["action_id"].removeprefix(f"{FEEDBACK}_")
-        log.info(json.dumps({"event": "feedback", "answer": click.value, "user": click.user, "value": value}))
-        try:
-            state.record_feedback(click.value, click.user, value, feedback_ttl_s)
-            said = "Thanks: your feedback is recorded."
-        except REDIS_ERRORS:
-            metrics.redis_error("slack_feedback")
-            said = "Thanks. opsbot could not store it just now (its Redis is unreachable); it is in the logs."
-        later(lambda: tell(client, click.channel, click.user, said))
+        said = feedback.click(FeedbackClick(click.user, click.channel, click.thread_ts, click.value))
+        if said is None:
+            return
+        if click.private_url is not None:
+            # A reply only its asker sees (/ops), given there because opsbot may not post in the
+            # channel: so the click's response_url answers, only the clicker seeing it.
+            later(lambda: _respond(GuardedWebhook(str(click.private_url), outbound), said))
+        else:
+            later(lambda: tell(client, click.channel, click.user, said, thread_ts=click.thread_ts))
 
 
 class Click(NamedTuple):
@@ -96,7 +100,20 @@ class Click(NamedTuple):
     team: str | None
     channel: str
     message_ts: str
+    thread_ts: str | None  # the thread of the message clicked on, if it is in one
     value: str
+    private_url: str | None  # the response_url of a click on a message only the clicker sees
+
+
+def _respond(webhook: GuardedWebhook, text: str) -> None:
+    """Tell the clicker alone through a click's response_url, the message clicked left as it is; best effort."""
+    try:
+        response = webhook.send(text=text, response_type="ephemeral", replace_original=False)
+    except (URLError, OSError) as exc:
+        log.warning("could not answer a click through its response_url: %s", exc)
+        return
+    if response.status_code != 200:
+        log.warning("a click's response_url refused the answer: %s %s", response.status_code, response.body)
 
 
 def _click(body: dict[str, Any], action: dict[str, Any]) -> Click | None:
@@ -108,4 +125,7 @@ def _click(body: dict[str, Any], action: dict[str, Any]) -> Click | None:
         log.info("ignored a click on %s without user, channel, message or value", action.get("action_id"))
         return None
     team = user.get("team_id") or (body.get("team") or {}).get("id")
-    return Click(str(user["id"]), team, str(channel["id"]), str(message_ts), value)
+    container = body.get("container") or {}
+    thread_ts = container.get("thread_ts") or (body.get("message") or {}).get("thread_ts")
+    private_url = body.get("response_url") if container.get("is_ephemeral") else None
+    return Click(str(user["id"]), team, str(channel["id"]), str(message_ts), thread_ts, value, private_url)
