@@ -233,7 +233,8 @@ def feedback_blocks(run: str) -> list[Block]:
     "value", "text", "action_ts"}` with the clicked button's value (docs.slack.dev/reference/
     interaction-payloads/block_actions-payload; bolt-js's `FeedbackButtonsAction`): so each value
     names the verdict and the answer's run, `negative:5d1c0a9b3e2f` (`feedback_of` reads it back).
-    The block has no block_id: Slack makes one per message, as it asks."""
+    The block has no block_id: Slack makes one per message, as it asks. Slack's own sample agent
+    builds them alike (slack-samples/bolt-python-support-agent, listeners/views/feedback_builder.py)."""
     buttons = FeedbackButtonsElement(
         action_id=FEEDBACK,
         positive_button=FeedbackButtonObject(
