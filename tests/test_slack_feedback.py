@@ -277,3 +277,27 @@ def test_a_click_while_redis_is_unreachable_is_refused_and_counted_as_a_redis_er
     s = scrapes.again()
     assert s.moved("opsbot_redis_errors_total", component="slack_feedback") == 1
     assert s.moved("opsbot_feedback_total", value="negative") == 0
+
+
+def test_a_click_on_the_old_thumbs_of_an_earlier_answer_is_answered_and_records_nothing(
+    make_stack, redis_server, web
+) -> None:
+    """Answers posted before Slack's own buttons keep their 👍/👎 (action ids opsbot_feedback_good
+    and _bad): a click is told they record nothing now, rather than meeting an error."""
+    stack = make_stack(looked_then_answered())
+    mention = payloads.app_mention("<@UBOT> why is checkout throwing 502s?")
+    stack.event(mention)
+    [answer] = answered(stack, "C1", mention["ts"])
+    scrapes = Scrapes(web + "/metrics")
+    for n, action_id in enumerate(("opsbot_feedback_good", "opsbot_feedback_bad")):
+        body = payloads.interactive_body(
+            payloads.block_action(action_id, "a1b2", user=f"UO{n}", message_ts=answer["ts"], thread_ts=mention["ts"])
+        )
+        assert stack.dispatch(body, payloads.signed_headers(SECRET, body)).status == 200
+        [said] = told(stack, f"UO{n}", 1)
+        assert said["text"] == (
+            "These buttons are from an earlier opsbot and record nothing now; the feedback buttons of newer answers do."
+        )
+    assert feedback_records(redis_server) == []
+    s = scrapes.again()
+    assert s.moved("opsbot_feedback_total", value="negative") == s.moved("opsbot_feedback_total", value="positive") == 0

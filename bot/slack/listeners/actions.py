@@ -6,6 +6,7 @@ hands its listeners."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 from urllib.error import URLError
@@ -24,6 +25,10 @@ from ..posting import tell
 from ..principals import Directory
 
 log = logging.getLogger("opsbot.feedback")
+
+OLD_BUTTONS = (
+    "These buttons are from an earlier opsbot and record nothing now; the feedback buttons of newer answers do."
+)
 
 
 def register(
@@ -72,6 +77,16 @@ def register(
         ack()
         metrics.ack("action")
         decide(False, body, action)
+
+    @app.action(re.compile(f"^{FEEDBACK}_(good|bad)$"))
+    def on_old_feedback(ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
+        """The 👍/👎 buttons answers had before Slack's own: still on old messages, where a click
+        unanswered would show the clicker an error."""
+        ack()
+        metrics.ack("action")
+        click = _click(body, action)
+        if click is not None:
+            later(lambda: tell(client, click.channel, click.user, OLD_BUTTONS, thread_ts=click.thread_ts))
 
     @app.action(FEEDBACK)
     def on_feedback(ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
