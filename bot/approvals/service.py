@@ -151,6 +151,14 @@ class Approvals:
         """How request `request_id` was decided, or None while it waits."""
         return self.store.decision(request_id)
 
+    def open_to(self, by: Callable[[Pending], Principal]) -> list[Pending]:
+        """The requests still waiting that the person `by` makes (for each request: the person as
+        they would click where it is shown) may approve now, oldest first: what a front end shows
+        as waiting for them. The rule is `why_not`'s, the same a click meets."""
+        now = self.clock()
+        waiting = [p for p in self.store.undecided() if now < p.expires_at]
+        return [p for p in waiting if self.why_not(p, by(p), approve=True, now=now) is None]
+
     # ---------------------------------------------------------------- deciding
 
     def why_not(self, pending: Pending, by: Principal, approve: bool, now: datetime | None = None) -> str | None:
