@@ -352,9 +352,10 @@ def test_a_terminal_answer_is_recorded_and_found_by_history_and_handoff(tmp_path
     handed = opsbot("handoff", "--since", "1h", cwd=tmp_path, REDIS_URL=redis_server.url)
     assert handed.returncode == 0, handed.stderr
     lines = handed.stdout.splitlines()
-    assert lines[0].startswith("Handoff: 3 entries since 1h, in 1 thread(s)")
+    assert lines[0].startswith("Handoff: 4 entries since 1h, in 1 thread(s)")
     assert "question cli:" in lines[1] and "why are payments timing out?" in lines[1]
     assert "tool_call cli:" in lines[2] and "query_logs" in lines[2]
+    assert "run_finished cli:" in lines[3] and lines[3].endswith("-> answered"), "the run ended, and why"
     bad = opsbot("handoff", "--since", "soon", cwd=tmp_path, REDIS_URL=redis_server.url)
     assert bad.returncode == 1 and "Traceback" not in bad.stderr + bad.stdout
     # A summary is the model's, above the entries, which it is given as data and which stay as recorded.

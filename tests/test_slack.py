@@ -601,14 +601,17 @@ def test_an_approved_write_leaves_its_whole_story_in_the_audit_trail(make_stack,
     story = [(r.kind, r.who, r.tool, r.status) for r in records]
     assert story == [
         ("tool_call", "slack:U1", "run_command", "needs_approval"),
+        ("run_finished", "slack:U1", None, "needs_approval"),
         ("approval_requested", "slack:U1", "restart", None),
         ("approval_decided", "slack:U3", None, "refused"),
         ("approval_decided", "slack:U2", None, "approved"),
         ("write_run", "slack:U2", "restart", "ok"),
+        ("run_finished", "slack:U1", None, "answered"),  # the conversation going on from the outcome
     ], story
-    assert {r.request for r in records[1:]} == {rid}
+    assert {r.request for r in records[2:-1]} == {rid}
+    assert records[1].args == {"question": "restart checkout please"} and records[1].run == records[0].run
     assert records[0].args == {"command": "restart", "params": {"service": "checkout"}}
-    assert records[4].argv is not None and records[4].argv[-1] == "checkout"
+    assert records[5].argv is not None and records[5].argv[-1] == "checkout"
 
 
 def test_a_denied_command_does_not_run_and_the_model_is_told(make_stack, sample) -> None:

@@ -37,7 +37,7 @@ from ..llm import Model, ModelTurn, ModelUnavailable, Usage, unique_ids
 from ..memory import Memory, MemoryUnavailable, ThreadBusy, ThreadState
 from ..messages import Block, Message
 from ..telemetry import metrics, tracing
-from ..telemetry.audit import Audit, LoggedAudit
+from ..telemetry.audit import Audit, LoggedAudit, run_finished
 from ..telemetry.calls import TracedExecutor, audited
 from .answer_stream import AnswerLines
 from .budget import CallBudget, Refusal
@@ -149,6 +149,7 @@ class Agent:
                 **reply.usage.model_dump(),
             )
         metrics.run_finished(reply.stop_reason.value, len(reply.steps), reply.duration_s, run.first_answer_s)
+        self.audit.record(run_finished(principal, thread, run.run_id, text, reply.stop_reason.value))
         return reply
 
     def reset(self, thread: str) -> None:

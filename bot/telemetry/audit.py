@@ -1,7 +1,9 @@
 """The audit trail a security reviewer reads: every tool call (who asked, in which thread, the
 tool, its arguments as redacted, the result's status), every approval request and decision, every
 write command run, the alerts that fired and resolved (a handoff tells them all, in order), and
-the feedback people give on answers (who, positive or negative, the run, the thread).
+the feedback people give on answers (who, positive or negative, the run, the thread), and
+every run of the loop as it ended (who asked what, where, and why it stopped: Slack's Home tab
+lists a person's own).
 One JSON record each, on the `opsbot.audit` logger (wherever the deployment ships its logs), and,
 with Redis, in one stream kept for `audit.ttl_s`, which `opsbot audit` reads back.
 
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...config.policy import Principal
-from ...tools.redact import redact
+from ...tools.redact import redact, redact_text
 
 if TYPE_CHECKING:
     from ..redis.client import RedisClient
@@ -32,8 +34,17 @@ if TYPE_CHECKING:
 log = logging.getLogger("opsbot.audit")
 
 Kind = Literal[
-    "tool_call", "approval_requested", "approval_decided", "write_run", "alert_fired", "alert_resolved", "feedback"
+    "tool_call",
+    "approval_requested",
+    "approval_decided",
+    "write_run",
+    "alert_fired",
+    "alert_resolved",
+    "feedback",
+    "run_finished",
 ]
+# What a run's record keeps of its question: enough to know it again.
+QUESTION_CHARS = 300
 STREAM = "opsbot:audit"
 
 
@@ -46,8 +57,8 @@ class AuditRecord(BaseModel):
     thread: str | None = Field(default=None, description="the conversation's thread key, or the run's origin")
     run: str | None = Field(
         default=None,
-        description="the run: a runbook's, for its steps and requests; the agent's, for its tool calls and "
-        "the feedback on its answer",
+        description="the run: a runbook's, for its steps and requests; the loop's, for its tool calls, its end "
+        "and the feedback on its answer",
     )
     tool: str | None = None
     args: Any = Field(default=None, description="as redacted")
@@ -82,6 +93,17 @@ class AuditRecord(BaseModel):
             if fields.get(name) is not None:
                 fields[name] = redact(fields[name])
         return cls(kind=kind, **fields)
+
+
+def run_finished(principal: Principal | None, thread: str, run: str, question: str, stop_reason: str) -> AuditRecord:
+    """The record of one run of the loop as it ended: its question kept redacted and cut (after
+    redaction, so a secret cut in half is still found by its shape)."""
+    asked = redact_text(question)
+    if len(asked) > QUESTION_CHARS:
+        asked = asked[: QUESTION_CHARS - 1] + "…"
+    return AuditRecord.made(
+        "run_finished", who=who(principal), thread=thread, run=run, status=stop_reason, args={"question": asked}
+    )
 
 
 def who(principal: Principal | None) -> str | None:
@@ -133,6 +155,13 @@ class InProcessAudit(LoggedAudit):
             if (since is None or entry.at.timestamp() >= since) and (thread is None or entry.thread == thread):
                 yield entry
 
+    def newest(self, since: float) -> Iterator[AuditRecord]:
+        """Records since `since` (epoch seconds), newest first."""
+        for entry in reversed(list(self.kept)):
+            if entry.at.timestamp() < since:
+                return
+            yield entry
+
 
 class RedisAudit(LoggedAudit):
     """Records logged and also kept in one Redis stream, trimmed to `ttl_s` as each is added."""
@@ -160,7 +189,27 @@ class RedisAudit(LoggedAudit):
         # redis-py's stub allows None for a stream read; XRANGE always answers a list.
         kept = cast(list[tuple[Any, dict[Any, Any]]], self.redis.xrange(STREAM, min=start))
         for _id, fields in kept:
-            # A client passed in may or may not decode responses.
-            entry = AuditRecord.model_validate_json(fields.get(b"json") or fields["json"])
+            entry = _entry(fields)
             if thread is None or entry.thread == thread:
                 yield entry
+
+    def newest(self, since: float, page: int = 200) -> Iterator[AuditRecord]:
+        """Records since `since` (epoch seconds), newest first, read a page at a time: a reader
+        after the latest few reads a few pages, however long the trail."""
+        end, oldest = "+", str(int(since * 1000))
+        while True:
+            kept = cast(list[tuple[Any, dict[Any, Any]]], self.redis.xrevrange(STREAM, max=end, min=oldest, count=page))
+            for _id, fields in kept:
+                yield _entry(fields)
+            if len(kept) < page:
+                return
+            end = f"({_text(kept[-1][0])}"  # exclusive: the next page starts below the last id read
+
+
+def _entry(fields: dict[Any, Any]) -> AuditRecord:
+    # A client passed in may or may not decode responses.
+    return AuditRecord.model_validate_json(fields.get(b"json") or fields["json"])
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
