@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import ConfigDict, Field, SecretStr, StringConstraints, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from .check import load_yaml_model
@@ -178,6 +178,13 @@ class SlackSettings(Strict):
         description="host names whose links stay clickable in what opsbot posts, each with its subdomains "
         "(e.g. grafana.acme.com, wiki.acme.com); any other link in text opsbot did not write (the model's, a "
         "log line's, an alert's) is posted as plain text, without its query string",
+    )
+    common_questions: list[Annotated[str, StringConstraints(min_length=1, max_length=300)]] = Field(
+        default_factory=list,
+        max_length=20,
+        description='questions on-call people often ask (e.g. "What changed in the last hour?"): the first '
+        "ones are offered as suggested prompts in opsbot's Messages tab, before prompts made from the services "
+        "and runbooks each person may use",
     )
 
     @field_validator("link_domains")
