@@ -21,11 +21,13 @@ from ..build import build_agent
 from ..llm import NOT_CONFIGURED, Fallbacks, Model, ModelClient, ModelHealth, ModelState, ModelWatch
 from ..redis.client import REDIS_ERRORS, connect, describe
 from ..runbooks import Recovery, RedisRunStore, RunbookEngine, model_explainer
+from ..telemetry.audit import RedisAudit
 from .alerts import AlertRouter
 from .approval_requests import SlackRequests, ThreadContinuations
 from .conversation import Conversation
 from .delivery import Dispatcher, WorkerPool
 from .feedback import AnswerFeedback
+from .home import Contents, HomeTab
 from .intake import BotIdentity, Intake
 from .janitor import Janitor
 from .journal import Journal
@@ -224,6 +226,23 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         can_ask=agent.model is not None,
     )
     notices = ThreadPoolExecutor(max_workers=2, thread_name_prefix="opsbot-notice")
+    model = watch_model(agent.model)
+    home = HomeTab(
+        client,
+        contents=Contents(
+            policy=settings.policy,
+            approvals=approvals,
+            trail=RedisAudit(state.redis, settings.audit.ttl_s),  # the agent's trail, read on Slack's Redis
+            model=model.current,
+            redis=state.ping,
+        ),
+        requests=requests,
+        directory=directory,
+        policy=settings.policy,
+        questions=settings.slack.common_questions,
+        can_ask=agent.model is not None,
+    )
+    events.register_home(app, home, later=notices.submit)  # before `register`: its catch-all matches anything
     events.register(app, intake)
     commands.register(app, intake, client.outbound)
     actions.register(
@@ -234,6 +253,7 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         feedback,
         client.outbound,
         later=notices.submit,
+        home=home,
     )
     janitor.start()
     alerts.start()
@@ -253,7 +273,7 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         conversation=conversation,
         notices=notices,
         recovery=recovery,
-        model=watch_model(agent.model),
+        model=model,
     )
 
 

@@ -101,13 +101,14 @@ class _ApiError(Exception):
 
 
 # Fields that carry JSON; form-encoded clients send them as JSON strings.
-_JSON_FIELDS = ("blocks", "attachments", "metadata", "chunks", "files")
+_JSON_FIELDS = ("blocks", "attachments", "metadata", "chunks", "files", "view", "prompts")
 _STREAM_METHODS = frozenset({"chat.startStream", "chat.appendStream", "chat.stopStream"})
 # What Slack refuses (docs.slack.dev: chat.postMessage's `msg_too_long`; Block Kit's limits, each
 # `invalid_blocks`): a message's text past 40,000 characters, more than 50 blocks, a text object past
 # 3,000, markdown blocks past 12,000 together, a stream call's markdown past 12,000.
 TEXT_CHARS = 40_000
 MAX_BLOCKS = 50
+MAX_VIEW_BLOCKS = 100  # a Home tab's or a modal's (Block Kit reference, Views)
 TEXT_OBJECT_CHARS = 3_000
 MARKDOWN_CHARS = 12_000
 # Kept on stored messages for tests, never shown through the API.
@@ -230,6 +231,7 @@ class SlackApi:
         self.not_in_channel: set[str] = set()
         self.no_im_write = False  # conversations.open answers missing_scope, as for an app installed without im:write
         self.streams_supported = True
+        self.home_tab_enabled = True  # views.publish answers not_enabled when False, as for an app without a Home tab
         # Tracebacks of bugs in the fake itself, answered as HTTP 500 so they are not mistaken for Slack errors.
         self.errors: list[str] = []
 
@@ -242,6 +244,8 @@ class SlackApi:
         self._statuses: dict[tuple[str, str], list[str]] = {}
         self._responses: dict[str, list[dict[str, Any]]] = {}
         self._files: dict[str, dict[str, Any]] = {}  # id -> name, length, content (bytes once uploaded), shares
+        self._views: dict[str, list[dict[str, Any]]] = {}  # user -> every Home view published for them, in order
+        self._prompts: dict[str, list[dict[str, Any]]] = {}  # channel -> every suggested prompts call taken
         self._failures: dict[str, list[_Failure | _Late]] = {}
         self._flaky: dict[str, _Flaky] = {}
         self._delays: dict[str, float] = {}
@@ -265,6 +269,8 @@ class SlackApi:
             "conversations.open": self._conversations_open,
             "files.getUploadURLExternal": self._get_upload_url,
             "files.completeUploadExternal": self._complete_upload,
+            "views.publish": self._views_publish,
+            "assistant.threads.setSuggestedPrompts": self._set_suggested_prompts,
         }
         self._http = _Server(("127.0.0.1", 0), self._handler_class())
         self._http.daemon_threads = True
@@ -427,6 +433,18 @@ class SlackApi:
                 for share in f["shares"]
             ]
         return [f for f in shared if channel is None or f["channel"] == channel]
+
+    # The App Home (views.publish, assistant.threads.setSuggestedPrompts).
+
+    def home_views(self, user: str) -> list[dict[str, Any]]:
+        """Every Home tab view published for `user`, oldest first: the last is what they see."""
+        with self._lock:
+            return copy.deepcopy(self._views.get(user, []))
+
+    def suggested_prompts(self, channel: str) -> list[dict[str, Any]]:
+        """Every suggested-prompts call Slack took for `channel` (its `title` and `prompts`), in order."""
+        with self._lock:
+            return copy.deepcopy(self._prompts.get(channel, []))
 
     # The HTTP side.
 
@@ -826,6 +844,80 @@ class SlackApi:
             for file in files:
                 file["shares"].append({"channel": channel, "thread_ts": thread_ts, "ts": message["ts"]})
         return {"ok": True, "files": shown}
+
+    def _views_publish(self, args: dict[str, Any]) -> Answer:
+        """docs.slack.dev/reference/methods/views.publish: `user_id` and `view` (a JSON object;
+        form-encoded clients send it as a JSON string) required, `hash` optional. Answers `view`
+        as Slack stored it (`id`, `team_id`, `type`, `blocks`, `hash`, `app_id`, `bot_id`, ...).
+        Errors: `not_enabled` for a home view when the app's Home tab is off, `hash_conflict` for a
+        `hash` that is not the stored view's, `view_too_large` past 250 KB, `invalid_arguments`
+        for a view Block Kit refuses (Block Kit reference, Views: `type` home, at most 100 blocks,
+        `private_metadata` 3,000 characters, `callback_id` 255; each text object within 3,000)."""
+        user, view = args.get("user_id"), args.get("view")
+        if isinstance(view, str):
+            try:
+                view = json.loads(view)
+            except json.JSONDecodeError:
+                raise _ApiError("invalid_arguments") from None
+        if not user or not isinstance(view, dict):
+            raise _ApiError("invalid_arguments")
+        if len(json.dumps(view)) > 250_000:
+            raise _ApiError("view_too_large")
+        if view.get("type") == "home" and not self.home_tab_enabled:
+            raise _ApiError("not_enabled")
+        blocks = view.get("blocks")
+        if (
+            view.get("type") != "home"
+            or not isinstance(blocks, list)
+            or len(blocks) > MAX_VIEW_BLOCKS
+            or len(str(view.get("private_metadata") or "")) > 3_000
+            or len(str(view.get("callback_id") or "")) > 255
+            or any(len(text) > TEXT_OBJECT_CHARS for text in _text_objects(blocks))
+        ):
+            raise _ApiError("invalid_arguments")
+        published = self._views.setdefault(str(user), [])
+        if args.get("hash") and (not published or published[-1]["hash"] != args["hash"]):
+            raise _ApiError("hash_conflict")
+        stored = {
+            "id": published[-1]["id"] if published else f"V{len(self._views):08d}",
+            "team_id": self.team_id,
+            "type": "home",
+            "blocks": blocks,
+            "private_metadata": str(view.get("private_metadata") or ""),
+            "callback_id": str(view.get("callback_id") or ""),
+            "state": {"values": {}},
+            "hash": f"{time.time():.6f}.{len(published)}",
+            "clear_on_close": False,
+            "notify_on_close": False,
+            "root_view_id": None,
+            "previous_view_id": None,
+            "app_id": self.app_id,
+            "external_id": str(view.get("external_id") or ""),
+            "app_installed_team_id": self.team_id,
+            "bot_id": self.bot_id,
+        }
+        stored["root_view_id"] = stored["id"]
+        published.append(stored)
+        return {"ok": True, "view": copy.deepcopy(stored)}
+
+    def _set_suggested_prompts(self, args: dict[str, Any]) -> Answer:
+        """docs.slack.dev/reference/methods/assistant.threads.setSuggestedPrompts: `channel_id` and
+        `prompts` required ("up to four suggested prompts", each with its `title` and `message`),
+        `title` and `thread_ts` optional; answers `{"ok": true}`. For an agent app (`agent_view` in
+        its manifest, as opsbot's) a call with `thread_ts` "will silently fail": it answers ok and
+        sets nothing, as here. Errors: `channel_not_found`, `invalid_arguments`."""
+        channel = self._channel(args, "channel_id")
+        prompts = args.get("prompts")
+        if (
+            not isinstance(prompts, list)
+            or not 1 <= len(prompts) <= 4
+            or not all(isinstance(p, dict) and p.get("title") and p.get("message") for p in prompts)
+        ):
+            raise _ApiError("invalid_arguments")
+        if not args.get("thread_ts"):
+            taken = {"prompts": copy.deepcopy(prompts), "title": args.get("title")}
+            self._prompts.setdefault(channel, []).append(taken)
+        return {"ok": True}
 
     def _usergroups_list(self, args: dict[str, Any]) -> Answer:
         with_users = _truthy(args.get("include_users"))

@@ -1,7 +1,7 @@
-"""Buttons: Approve/Deny on approval requests, feedback on answers. Acked at once; deciding, and
-anything said to the clicker, happens on other threads, since it calls Slack: through opsbot's own
-client (`requests.client`, whose payloads pass bot/slack/outbound.py), never the plain one Bolt
-hands its listeners."""
+"""Buttons: Approve/Deny on approval requests (on their message, or on the Home tab), feedback on
+answers. Acked at once; deciding, and anything said to the clicker, happens on other threads,
+since it calls Slack: through opsbot's own client (`requests.client`, whose payloads pass
+bot/slack/outbound.py), never the plain one Bolt hands its listeners."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from ..approval_requests import SlackRequests
 from ..blocks import APPROVE, DENY, FEEDBACK
 from ..delivery import WorkerPool
 from ..feedback import AnswerFeedback, FeedbackClick
+from ..home import HomeTab
 from ..outbound import GuardedWebhook, Outbound
 from ..posting import tell
 from ..principals import Directory
@@ -29,6 +30,8 @@ log = logging.getLogger("opsbot.feedback")
 OLD_BUTTONS = (
     "These buttons are from an earlier opsbot and record nothing now; the feedback buttons of newer answers do."
 )
+REDIS_DOWN = "opsbot cannot reach its Redis; nothing was decided. Click again in a minute."
+BUSY = "opsbot is busy right now; nothing was decided. Click again in a minute."
 
 
 def register(
@@ -39,12 +42,16 @@ def register(
     feedback: AnswerFeedback,
     outbound: Outbound,
     later: Callable[[Callable[[], object]], object],
+    home: HomeTab,
 ) -> None:
     """`later` runs a short Slack call off the ack path (telling a clicker what became of a click);
     `outbound` guards what a click's response_url is told."""
     client = requests.client
 
     def decide(approve: bool, body: dict[str, Any], action: dict[str, Any]) -> None:
+        if (body.get("view") or {}).get("type") == "home":
+            decide_at_home(approve, body, action)
+            return
         click = _click(body, action)
         if click is None:
             return
@@ -55,16 +62,27 @@ def register(
                 requests.click(click.value, approve, clicker, click.channel, click.message_ts)
             except (ApprovalsUnavailable, RunStoreUnavailable) as exc:
                 log.error("a click on request %s could not be decided: %s", click.value, exc)
-                tell(
-                    client,
-                    click.channel,
-                    click.user,
-                    "opsbot cannot reach its Redis; nothing was decided. Click again in a minute.",
-                )
+                tell(client, click.channel, click.user, REDIS_DOWN)
 
         if not pool.submit(work):
-            busy = "opsbot is busy right now; nothing was decided. Click again in a minute."
-            later(lambda: tell(client, click.channel, click.user, busy))
+            later(lambda: tell(client, click.channel, click.user, BUSY))
+
+    def decide_at_home(approve: bool, body: dict[str, Any], action: dict[str, Any]) -> None:
+        user, value = (body.get("user") or {}).get("id"), action.get("value")
+        if not (user and isinstance(value, str)):
+            log.info("ignored a click on the Home tab without user or value")
+            return
+        team = (body.get("user") or {}).get("team_id") or (body.get("team") or {}).get("id")
+
+        def work() -> None:
+            try:
+                home.decide(value, approve, user, team)
+            except (ApprovalsUnavailable, RunStoreUnavailable) as exc:
+                log.error("a click on request %s could not be decided: %s", value, exc)
+                home.publish(user, team, REDIS_DOWN)
+
+        if not pool.submit(work):
+            later(lambda: home.publish(user, team, BUSY))
 
     @app.action(APPROVE)
     def on_approve(ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:

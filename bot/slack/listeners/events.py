@@ -1,14 +1,17 @@
-"""Events API listeners: mentions and messages become queued jobs before the ack; every other
-event is acknowledged and ignored, so Slack never sees a 404 and never disables the subscription."""
+"""Events API listeners: mentions and messages become queued jobs before the ack; opening the App
+Home hands its work to another thread; every other event is acknowledged and ignored, so Slack
+never sees a 404 and never disables the subscription."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from slack_bolt import App, BoltRequest, BoltResponse
 
 from ...telemetry import metrics
+from ..home import HomeTab
 from ..intake import Intake
 
 # Slack retries an event it got no 2xx for three times (at once, after a minute, after five);
@@ -29,6 +32,21 @@ def register(app: App, intake: Intake) -> None:
     def on_anything_else() -> None:
         """Subscribed or not, an event opsbot has no use for is acknowledged and dropped."""
         metrics.ack("event")
+
+
+def register_home(app: App, home: HomeTab, later: Callable[[Callable[[], object]], object]) -> None:
+    """`app_home_opened` (docs.slack.dev/reference/events/app_home_opened: `user`, `channel`, `tab`
+    `home` or `messages`). Registered before `register`, whose catch-all would take it first.
+    The prompts or the view are made and sent on `later`'s thread: they read Redis and call Slack."""
+
+    @app.event("app_home_opened")
+    def on_home_opened(event: dict[str, Any], body: dict[str, Any]) -> None:
+        metrics.ack("event")
+        user, tab, channel = event.get("user"), event.get("tab"), event.get("channel")
+        if not isinstance(user, str) or not user:
+            return
+        team = body.get("team_id") or (event.get("view") or {}).get("team_id")
+        later(lambda: home.opened(tab, user, team, channel))
 
 
 def _answer(intake: Intake, event: dict[str, Any], body: dict[str, Any], request: BoltRequest) -> BoltResponse | None:
