@@ -87,7 +87,7 @@ def _where(pending: Pending) -> str:
     place = pending.place
     if {"team", "channel", "thread_ts"} <= place.keys():
         thread = ThreadRef.of(place)
-        return f"Asked in {own(f'<#{thread.channel}>')}: " + own(f"<{thread.link}|open the thread>")
+        return f"Asked in {_channel(thread.channel)}: " + own(f"<{thread.link}|open the thread>")
     return f"Asked {escape(redact_text(place.get('via', 'outside Slack')))}"
 
 
@@ -114,7 +114,7 @@ def _thread_link(key: str) -> str:
 
 def _usable_line(thing: Usable) -> str:
     about = escape(_cut(redact_text(thing.about), _LINE_CHARS))
-    where = " (in " + ", ".join(own(f"<#{c}>") for c in thing.only_in) + " only)" if thing.only_in else ""
+    where = " (in " + ", ".join(_channel(c) for c in thing.only_in) + " only)" if thing.only_in else ""
     write = " · _changes things: asks for approval_" if thing.write else ""
     return f"• `{escape(thing.name)}` {about}{where}{write}"
 
@@ -149,6 +149,11 @@ def _list(title: str, lines: Sequence[str] | None, empty: str) -> Block:
             return section("\n".join([head, *kept]) + more)
         kept.append(line)
     return section("\n".join([head, *kept]))
+
+
+def _channel(channel: str) -> str:
+    """A channel as Slack shows it, when it is an id (a policy's may be anything typed)."""
+    return own(f"<#{channel}>") if channel.isalnum() else escape(channel)
 
 
 def _context(text: str) -> Block:
