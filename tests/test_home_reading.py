@@ -9,12 +9,13 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from opsbot.bot.agent import Agent
-from opsbot.bot.approvals import ApprovalStore, Pending
+from opsbot.bot.approvals import ApprovalStore, Pending, RedisApprovalStore
 from opsbot.bot.memory import InProcessMemory
+from opsbot.bot.redis.client import connect
 from opsbot.bot.telemetry.audit import AuditRecord, InProcessAudit, RedisAudit, run_finished
 from opsbot.config.policy import Principal
 from opsbot.config.settings import Settings
-from tests.fakes.redis_server import RedisServer
+from tests.fakes.redis_server import ClusterSetup, RedisServer
 from tests.test_approvals import APPROVER, ASKER, OUTSIDER, Clock, Shown, ask, policy_with, prepared, service
 from tests.test_approvals import new_store as new_store  # noqa: F401 - a fixture
 
@@ -80,3 +81,28 @@ def test_a_long_question_is_cut_after_it_is_redacted() -> None:
     record = run_finished(None, "cli:default", "r1", "x" * 290 + f" {KEY} and more words", "answered")
     asked = record.args["question"]
     assert len(asked) == 300 and asked.endswith("…") and "AKIA" not in asked and "[REDACTE" in asked
+
+
+def test_undecided_requests_are_listed_on_a_redis_cluster(redis_cluster: ClusterSetup, sample: Settings) -> None:
+    redis_cluster.flush()
+    store = RedisApprovalStore(connect(redis_cluster.url))
+    approvals, _ = service(policy_with(sample.policy), store, [])
+    asked = [
+        ask(approvals, prepared(approvals.policy, service=s).approval_request(ASKER)) for s in ("auth", "checkout")
+    ]
+    assert sorted(ids(store.undecided())) == sorted(ids(asked)), "requests in their own slots, the index in another"
+    approvals.decide(asked[0].id, False, ASKER, Shown([]), at="C1/2.2")  # withdrawn
+    assert ids(store.undecided()) == [asked[1].id]
+
+
+def test_requests_dropped_undecided_leave_the_index_without_anyone_reading_it(
+    redis_server: RedisServer, sample: Settings
+) -> None:
+    redis_server.flush()
+    store = RedisApprovalStore(redis_server.url)
+    approvals, _ = service(policy_with(sample.policy), store, [])
+    gone = ask(approvals, prepared(approvals.policy).approval_request(ASKER))
+    store.save(gone, ttl_s=0.05)  # kept no longer than this
+    time.sleep(0.1)
+    kept = ask(approvals, prepared(approvals.policy, service="auth").approval_request(ASKER))
+    assert redis_server.client().zrange(f"{store.prefix}:undecided", 0, -1) == [kept.id]

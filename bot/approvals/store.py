@@ -98,10 +98,13 @@ class RedisApprovalStore:
 
     def save(self, pending: Pending, ttl_s: float) -> None:
         def store() -> None:
+            now = time.time()
             self._redis.set(self._key(pending.id), pending.model_dump_json(), px=_ms(ttl_s))
             # The index of undecided requests, scored by when each is dropped; a key of its own
             # (its own Cluster slot): a request and its index entry are written one after the other.
-            self._redis.zadd(self._undecided, {pending.id: time.time() + ttl_s})
+            # Those dropped undecided leave it here, so it stays small whether or not it is read.
+            self._redis.zadd(self._undecided, {pending.id: now + ttl_s})
+            self._redis.zremrangebyscore(self._undecided, "-inf", now)
 
         self._call(store)
 

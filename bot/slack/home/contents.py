@@ -19,6 +19,7 @@ from ....config.policy import Policy, Principal
 from ...approvals import Approvals, ApprovalsUnavailable, Pending
 from ...llm import ModelHealth
 from ...redis.client import REDIS_ERRORS
+from ...runbooks import RunStoreUnavailable
 from ...telemetry.audit import AuditRecord
 from . import usable
 from .usable import Usable
@@ -107,7 +108,7 @@ class Contents:
         request's own channel (a policy may limit approvers to channels)."""
         try:
             return self.approvals.open_to(lambda p: where_asked(person, p))
-        except ApprovalsUnavailable as exc:
+        except (ApprovalsUnavailable, RunStoreUnavailable) as exc:  # a runbook's request asks its run
             log.warning("Home tab of %s: approval requests %s (%s)", person.user, UNREADABLE, exc)
             return None
 
