@@ -16,6 +16,7 @@ from typing import Any
 
 from ....tools.redact import redact_text
 from ...approvals import Pending
+from ...commands import NAMES
 from ...llm import ModelState
 from ..blocks import approval_blocks, escape, section
 from ..jobs import ThreadRef
@@ -44,8 +45,8 @@ def home_view(contents: HomeContents, now: datetime) -> dict[str, Any]:
         _list("Commands you may run", [_usable_line(u) for u in contents.commands], "none"),
         _list("Runbooks", [_usable_line(u) for u in contents.runbooks], "none"),
         _context(
-            "Direct commands need no model: `/ops help` lists them (services, logs, run, config, runbook, metrics, "
-            "alerts, history, handoff). Ask anything else in a DM or mention opsbot in a thread."
+            f"Direct commands need no model: {', '.join(f'`{name}`' for name in NAMES)} (`/ops help` says what each "
+            "takes). Ask anything else in a DM or mention opsbot in a thread."
         ),
         {"type": "divider"},
         section("*Health*\n" + "\n".join(_health_lines(contents))),
