@@ -109,7 +109,6 @@ def test_a_checked_answer_leaves_what_the_check_verified_not_what_it_could_not(s
     assert unchecked is not None and unchecked.findings == ["No tool ran; it is probably fine."]
 
 
-
 def test_a_recorded_thread_is_recalled_for_a_like_question_with_its_link(store, sample) -> None:
     memory = recollection(store, sample.policy)
     memory.remember(
