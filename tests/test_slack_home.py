@@ -365,3 +365,24 @@ def test_approvers_limited_to_a_channel_see_the_requests_asked_there(make_stack,
     view = open_home(stack, "U2")
     assert len(buttons(view)) == 2, "one request: the one asked in #C1, where U2 may decide"
     assert "payments" in waiting(view) and "auth" not in waiting(view)
+
+
+def test_a_person_of_a_team_opsbot_does_not_serve_gets_no_prompts_and_a_home_tab_saying_so(make_stack, sample) -> None:
+    """The App Home of an org-wide install opened from a workspace neither opsbot's own nor in
+    `slack.allowed_teams`: nothing of the configuration is shown or suggested, and a click on an
+    Approve there decides nothing; the person is told what the intake tells them."""
+    stack = make_stack(echo(), policy=team_policy(sample.policy))
+    outsider = (
+        "opsbot only works for members of its own workspace; ask its maintainers to add your team "
+        "to `slack.allowed_teams`."
+    )
+    assert stack.event(home_opened("U7", "messages", channel="D7"), team="T9").status == 200
+    assert stack.event(home_opened("U7", "home"), team="T9").status == 200
+    assert stack.slack.wait_for(lambda: len(stack.slack.home_views("U7")) == 1, 10)
+    view = latest(stack, "U7")
+    assert outsider in shown(view) and "checkout" not in shown(view) and buttons(view) == []
+    body = payloads.interactive_body(home_click("opsbot_approve", "r-1", "U7", team="T9"))
+    assert stack.dispatch(body, payloads.signed_headers(SECRET, body)).status == 200
+    assert stack.slack.wait_for(lambda: len(stack.slack.home_views("U7")) == 2, 10)
+    assert outsider in shown(latest(stack, "U7"))
+    assert stack.slack.calls("assistant.threads.setSuggestedPrompts") == []

@@ -241,6 +241,7 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         policy=settings.policy,
         questions=settings.slack.common_questions,
         can_ask=agent.model is not None,
+        teams=teams,
     )
     events.register_home(app, home, later=notices.submit)  # before `register`: its catch-all matches anything
     events.register(app, intake)

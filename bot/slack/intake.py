@@ -20,6 +20,7 @@ from ..redis.client import REDIS_ERRORS, lasting
 from ..telemetry import metrics
 from .delivery import Dispatcher
 from .jobs import Job, ThreadRef
+from .principals import OUTSIDER
 
 log = logging.getLogger("opsbot.slack")
 
@@ -111,7 +112,7 @@ class Intake:
         if not self._member(user_team):
             if not addressed:
                 return True
-            job, active_ttl_s = job.model_copy(update={"kind": "refusal", "text": self._outsider()}), 0
+            job, active_ttl_s = job.model_copy(update={"kind": "refusal", "text": OUTSIDER}), 0
         # The mention and its `message` twin share the message's ts: whichever comes first is the one.
         delivery = f"message:{ts}"
         try:
@@ -140,7 +141,7 @@ class Intake:
             return SLASH_USAGE
         user_team = command.get("user_team_id") or team
         if not self._member(user_team):
-            return self._outsider()
+            return OUTSIDER
         job = Job(
             id=f"command:{trigger}",
             thread=ThreadRef(team=team, channel=channel, thread_ts=f"command-{trigger}"),
@@ -163,12 +164,6 @@ class Intake:
     def _member(self, team: str) -> bool:
         """Whether people of `team` may use opsbot: its own workspace's, and `slack.allowed_teams`."""
         return team == self.identity.team_id or team in self.settings.allowed_teams
-
-    def _outsider(self) -> str:
-        return (
-            "opsbot only works for members of its own workspace; ask its maintainers to add your team "
-            "to `slack.allowed_teams`."
-        )
 
     def _written_by_someone(self, event: dict[str, Any]) -> bool:
         """A person's new message, or an allowed bot's; never opsbot's own, an edit or a join."""

@@ -18,6 +18,11 @@ from ...config.policy import Policy, Principal
 
 log = logging.getLogger("opsbot.slack")
 
+# Said to a person of a team opsbot does not serve (its own workspace's and `slack.allowed_teams`).
+OUTSIDER = (
+    "opsbot only works for members of its own workspace; ask its maintainers to add your team to `slack.allowed_teams`."
+)
+
 
 def approves_commands(policy: Policy, principal: Principal | None) -> bool:
     """Whether the policy names `principal`, by user or group id, among those who approve write

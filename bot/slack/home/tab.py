@@ -19,6 +19,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import Any
 from urllib.error import URLError
 
 from slack_sdk import WebClient
@@ -30,7 +31,7 @@ from ..approval_requests import ClickView, SlackRequests
 from ..principals import Directory
 from . import prompts
 from .contents import Contents, where_asked
-from .views import home_view
+from .views import home_view, outsider_view
 
 log = logging.getLogger("opsbot.slack")
 
@@ -48,6 +49,7 @@ class HomeTab:
         policy: Policy,
         questions: Sequence[str],
         can_ask: bool,
+        teams: frozenset[str],
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.client = client
@@ -57,14 +59,19 @@ class HomeTab:
         self.policy = policy
         self.questions = list(questions)
         self.can_ask = can_ask
+        self.teams = teams  # its own workspace's and `slack.allowed_teams`: whom opsbot serves
         self.clock = clock
         self._no_prompts: set[str | None] = set()  # teams whose Slack refused suggested prompts
         self._lock = threading.Lock()
 
     def opened(self, tab: str | None, user: str, team: str | None, channel: str | None) -> None:
-        """`app_home_opened`: prompts for the Messages tab, the view for the Home tab."""
+        """`app_home_opened`: prompts for the Messages tab, the view for the Home tab; for a person
+        of a team opsbot does not serve, no prompts, and a Home tab that says so."""
         try:
-            if tab == "messages" and channel:
+            if team not in self.teams:
+                if tab == "home":
+                    self._send(user, outsider_view())
+            elif tab == "messages" and channel:
                 self.suggest(user, team, channel)
             elif tab == "home":
                 self.publish(user, team)
@@ -95,7 +102,9 @@ class HomeTab:
     def publish(self, user: str, team: str | None, notice: str = "") -> None:
         """`user`'s Home tab, as it is now; `notice`: what their last click on it came to."""
         person = self.directory.principal(user, team, None)
-        view = home_view(self.contents.of(person, notice), self.clock())
+        self._send(user, home_view(self.contents.of(person, notice), self.clock()))
+
+    def _send(self, user: str, view: dict[str, Any]) -> None:
         try:
             self.client.views_publish(user_id=user, view=view)
         except SlackApiError as exc:
@@ -106,6 +115,9 @@ class HomeTab:
     def decide(self, request_id: str, approve: bool, user: str, team: str | None) -> None:
         """Approve or Deny clicked on `user`'s Home tab; then their tab again, saying what came of it.
         Raises ApprovalsUnavailable, RunStoreUnavailable (Redis does not answer)."""
+        if team not in self.teams:
+            self._send(user, outsider_view())
+            return
         pending = self.requests.approvals.get(request_id)
         if pending is None:
             self.publish(user, team, NOT_WAITING)

@@ -21,6 +21,7 @@ from ...llm import ModelState
 from ..blocks import approval_blocks, escape, section
 from ..jobs import ThreadRef
 from ..outside import own
+from ..principals import OUTSIDER
 from .contents import UNREADABLE, HomeContents, Run
 from .usable import Usable
 
@@ -54,6 +55,14 @@ def home_view(contents: HomeContents, now: datetime) -> dict[str, Any]:
     ]
     room = MAX_BLOCKS - len(head) - len(rest)
     return {"type": "home", "blocks": [*head, *_waiting(contents.waiting, room), *rest]}
+
+
+def outsider_view() -> dict[str, Any]:
+    """The Home tab of a person of a team opsbot does not serve: only that."""
+    return {
+        "type": "home",
+        "blocks": [{"type": "header", "text": {"type": "plain_text", "text": "opsbot"}}, section(OUTSIDER)],
+    }
 
 
 def _waiting(waiting: list[Pending] | None, room: int) -> list[Block]:
