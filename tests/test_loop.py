@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import threading
@@ -108,10 +107,12 @@ def test_transient_tool_failures_are_retried_with_backoff_then_reported(model_se
         raise exc_type("backend down")
 
     server = model_server(script(Reply(calls=[Call("flaky", {})]), Reply(content="backend is down")))
-    reply = make_agent(server, tools=[flaky], tool_retry_backoff_s=0.05).run("go", thread="t")
+    agent = make_agent(server, tools=[flaky], tool_retry_backoff_s=0.05)
+    waits: list[float] = []
+    agent.executor.sleep = waits.append  # the waits asked for, not the machine's timing of them
+    reply = agent.run("go", thread="t")
     assert len(attempts) == 3, "default: two retries"
-    gaps = [b - a for a, b in itertools.pairwise(attempts)]
-    assert gaps[1] > gaps[0] * 1.2, f"backoff grows: {gaps}"
+    assert len(waits) == 2 and 0.04 <= waits[0] <= 0.06 and 0.08 <= waits[1] <= 0.12, f"backoff doubles: {waits}"
     assert tool_results(server.requests[1])[0]["error"]["type"] == error_type
     assert reply.steps[0].calls[0].attempts == 3
 

@@ -9,6 +9,7 @@ import contextvars
 import json
 import random
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -70,10 +71,18 @@ class Outcome:
 
 
 class Executor:
-    def __init__(self, registry: Registry, retry: RetryPolicy | None = None, max_parallel: int = 4) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        retry: RetryPolicy | None = None,
+        max_parallel: int = 4,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        """`sleep` waits between attempts (tests give one that records the waits)."""
         self.registry = registry
         self.retry = retry or RetryPolicy()
         self.max_parallel = max_parallel
+        self.sleep = sleep
 
     def run_many(self, calls: list[ToolCall], principal: Principal | None = None) -> list[Outcome]:
         """Run calls concurrently (bounded); outcomes come back in the order of `calls`."""
@@ -117,7 +126,7 @@ class Executor:
             transient = result.error is not None and result.error.retryable
             if not transient or attempts > retry.retries or cancel.requested():
                 return _Tried(result, attempts)
-            time.sleep(retry.backoff_s * 2 ** (attempts - 1) * random.uniform(0.8, 1.2))
+            self.sleep(retry.backoff_s * 2 ** (attempts - 1) * random.uniform(0.8, 1.2))
 
     def _invoke(self, tool: Tool[ArgsT], args: ArgsT, principal: Principal | None, retry: RetryPolicy) -> ToolResult:
         """Call the tool on a daemon thread so a hung tool costs a thread, never the loop. The
