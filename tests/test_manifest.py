@@ -45,3 +45,17 @@ def test_the_procfile_runs_http_on_web_and_socket_mode_on_worker() -> None:
     lines = dict(line.split(": ", 1) for line in (ROOT / "Procfile").read_text().splitlines() if line)
     assert lines["web"] == "opsbot serve --http"
     assert lines["worker"] == "opsbot serve"
+
+
+def test_the_app_is_declared_an_agent_with_its_stop_event_and_home_tab() -> None:
+    """Slack gives agent sessions (and their Stop button) only to apps declared as agents; without
+    the `agent_session_stopped` subscription agents.sessions.setStatus warns and users get no
+    Stop (docs.slack.dev/reference/events/agent_session_stopped)."""
+    features = MANIFEST["features"]
+    events = MANIFEST["settings"]["event_subscriptions"]["bot_events"]
+    assert features["agent_view"]["agent_description"]
+    assert features["app_home"]["home_tab_enabled"] is True
+    assert features["app_home"]["messages_tab_enabled"] is True
+    assert {"agent_session_stopped", "app_home_opened"} <= set(events)
+    # Sessions are thread-based: chat:write manages them, assistant:write comes with the agent declaration.
+    assert {"chat:write", "assistant:write"} <= set(MANIFEST["oauth_config"]["scopes"]["bot"])
