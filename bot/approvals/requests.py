@@ -85,6 +85,7 @@ class Verdict(StrEnum):
     refused = "refused"  # this person may not decide (now); the request still waits
     taken = "taken"  # decided already, by `Decision.by`
     unknown = "unknown"  # no such request (never made, or long gone)
+    cancelled = "cancelled"  # the run that asked was stopped before anyone decided: nothing ran
 
 
 SETTLED = frozenset({Verdict.approved, Verdict.denied, Verdict.expired})

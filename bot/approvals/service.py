@@ -218,6 +218,16 @@ class Approvals:
         said = "Approved: it ran." if result.ok else f"Approved, but it did not complete ({result.status})."
         return Decision(verdict=verdict, message=said, pending=pending, by=by.user, result=result)
 
+    def cancel(self, request_id: str, by: Principal) -> Pending | None:
+        """Withdraw a request nobody has decided: the run that asked for it was stopped by `by`.
+        Claimed like a decision, so a later click is told it was cancelled and nothing runs. The
+        request, or None when it is gone or was decided first (its decision stands)."""
+        pending = self.store.load(request_id)
+        if pending is None or self._claim(pending, Claim(verdict=Verdict.cancelled, by=by.user), by) is not None:
+            return None
+        metrics.approval_decided(Verdict.cancelled.value)
+        return pending
+
     def _settle(self, pending: Pending, claim: Claim, message: str) -> Decision:
         lost = self._claim(pending, claim, None)
         return lost or Decision(verdict=claim.verdict, message=message, pending=pending, by=claim.by)
