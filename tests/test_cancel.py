@@ -29,8 +29,8 @@ from tests.fakes.model_server import Call, ModelServer, Reply, tool_results
 SLEEP = "47.25"  # a duration no other process on the machine sleeps for
 
 
-def sleepers() -> list[int]:
-    """Processes sleeping SLEEP seconds, from /proc (what a person would see with ps)."""
+def sleepers(duration: str = SLEEP) -> list[int]:
+    """Processes sleeping `duration` seconds, from /proc (what a person would see with ps)."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -38,7 +38,7 @@ def sleepers() -> list[int]:
                 argv = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if SLEEP.encode() in argv and (entry / "stat").read_text().split()[2] != "Z":
+            if duration.encode() in argv and (entry / "stat").read_text().split()[2] != "Z":
                 found.append(int(entry.name))
     return found
 

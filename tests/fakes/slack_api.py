@@ -232,6 +232,10 @@ class SlackApi:
         self.no_im_write = False  # conversations.open answers missing_scope, as for an app installed without im:write
         self.streams_supported = True
         self.home_tab_enabled = True  # views.publish answers not_enabled when False, as for an app without a Home tab
+        # What agents.sessions.setStatus answers every call, as for an app not declared an agent
+        # ("not_allowed_token_type") or a workspace without sessions ("unknown_method"); None: it works.
+        self.sessions_error: str | None = None
+        self.stop_event_subscribed = True  # else setStatus warns, as Slack does
         # Tracebacks of bugs in the fake itself, answered as HTTP 500 so they are not mistaken for Slack errors.
         self.errors: list[str] = []
 
@@ -242,6 +246,7 @@ class SlackApi:
         self._channels: dict[str, list[Message]] = {}
         self._ephemerals: list[Message] = []
         self._statuses: dict[tuple[str, str], list[str]] = {}
+        self._sessions: dict[tuple[str, str], dict[str, Any]] = {}  # (channel, thread_ts) -> title, statuses
         self._responses: dict[str, list[dict[str, Any]]] = {}
         self._files: dict[str, dict[str, Any]] = {}  # id -> name, length, content (bytes once uploaded), shares
         self._views: dict[str, list[dict[str, Any]]] = {}  # user -> every Home view published for them, in order
@@ -263,6 +268,7 @@ class SlackApi:
             "chat.appendStream": self._append_stream,
             "chat.stopStream": self._stop_stream,
             "assistant.threads.setStatus": self._set_status,
+            "agents.sessions.setStatus": self._sessions_set_status,
             "conversations.replies": self._conversations_replies,
             "conversations.history": self._conversations_history,
             "usergroups.list": self._usergroups_list,
@@ -347,6 +353,12 @@ class SlackApi:
         """Every assistant status set on the thread, in order ("" is Slack's way of clearing it)."""
         with self._lock:
             return list(self._statuses.get((channel, thread_ts), []))
+
+    def session(self, channel: str, thread_ts: str) -> dict[str, Any] | None:
+        """A thread's agent session: its `title` and every status it was set to, in order."""
+        with self._lock:
+            found = self._sessions.get((channel, thread_ts))
+            return copy.deepcopy(found) if found is not None else None
 
     def calls(self, method: str | None = None) -> list[ApiCall]:
         with self._lock:
@@ -763,6 +775,29 @@ class SlackApi:
             raise _ApiError("invalid_arguments")
         self._statuses.setdefault((channel, str(thread_ts)), []).append(str(args.get("status", "")))
         return {"ok": True}
+
+    def _sessions_set_status(self, args: dict[str, Any]) -> Answer:
+        """docs.slack.dev/reference/methods/agents.sessions.setStatus: required `status` (`active`,
+        `processing`, `suspended` or `closed`); `channel_id`; `thread_ts` (the thread root a
+        thread-based session is scoped to); `title` (at most 200 characters) only used when the
+        call creates the session, ignored once it exists. Creates the session if needed. Answers
+        `ok` with the session's `status` and `title`, and `warning:
+        missing_agent_session_stopped_event_subscription` while the app is not subscribed to
+        agent_session_stopped (docs.slack.dev/reference/events/agent_session_stopped)."""
+        if self.sessions_error is not None:
+            raise _ApiError(self.sessions_error)
+        channel = self._channel(args, "channel_id")
+        status, thread_ts, title = args.get("status"), args.get("thread_ts"), args.get("title")
+        if status not in ("active", "processing", "suspended", "closed") or not thread_ts:
+            raise _ApiError("invalid_arguments")
+        if title is not None and not 0 < len(str(title)) <= 200:
+            raise _ApiError("invalid_arguments")
+        session = self._sessions.setdefault((channel, str(thread_ts)), {"title": title, "statuses": []})
+        session["statuses"].append(str(status))
+        answer: Answer = {"ok": True, "status": status, "title": session["title"]}
+        if not self.stop_event_subscribed:
+            answer["warning"] = "missing_agent_session_stopped_event_subscription"
+        return answer
 
     def _conversations_replies(self, args: dict[str, Any]) -> Answer:
         channel = self._channel(args)

@@ -297,6 +297,28 @@ def channel_join(
     return event
 
 
+def agent_session_stopped(
+    *,
+    thread_ts: str,
+    channel: str = "C1",
+    user: str = "U1",
+    streaming_message_ts: list[str] | None = None,
+    event_ts: str | None = None,
+) -> dict[str, Any]:
+    """Slack's Stop clicked on a thread's agent session, as docs.slack.dev/reference/events/
+    agent_session_stopped shows it: `channel`, `thread_ts`, `user`, `event_ts`, and
+    `streaming_message_ts`, the app's streams Slack stopped (an empty list when none was active).
+    The team is the envelope's (`event_callback`'s `team_id`)."""
+    return {
+        "type": "agent_session_stopped",
+        "channel": channel,
+        "thread_ts": thread_ts,
+        "user": user,
+        "event_ts": _ts(event_ts),
+        "streaming_message_ts": list(streaming_message_ts or []),
+    }
+
+
 # Slash commands and interactivity: form-encoded, not JSON.
 
 
