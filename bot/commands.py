@@ -68,6 +68,7 @@ USAGE = """Direct commands (no model needed):
                                    findings, commands, approvals, alerts, runbook runs (--summary:
                                    the model's summary above the entries, which stay as recorded)
   reset                            forget this thread's conversation
+  stop                             give up the run working in this thread (Slack; Ctrl-C in a terminal)
   help                             this list
 Anything else is a question for the model."""
 
@@ -83,9 +84,12 @@ NAMES = (
     "history",
     "handoff",
     "reset",
+    "stop",
     "help",
 )
 HELP_POINTER = "(`help` lists the direct commands.)"
+# What `stop` says where nothing runs beside it (a terminal: a run there is stopped with Ctrl-C).
+STOP_HERE = "Nothing is running here to stop; while a question runs, Ctrl-C stops it."
 LOG_OPTIONS = ("since", "until", "limit", "regex")
 # A query's options come last, and a value is a time or a duration: PromQL never ends in such a word.
 _METRICS_OPTION = re.compile(r"^(since|until|step)=([\w:.+-]+)$")
@@ -124,6 +128,7 @@ class Builtin(StrEnum):
 
     help = "help"
     reset = "reset"
+    stop = "stop"  # Slack stops a thread's run with it before it is queued; a terminal has Ctrl-C
 
 
 # Decisions travel in a Slack job through Redis: each kind is told apart by its fields alone
@@ -232,7 +237,7 @@ def parse_command(policy: Policy, text: str) -> DirectCommand | None:
         return _handoff(words[1:])
     if name == "alerts" and len(words) == 1:
         return _listing("Alertmanagers", "policy.alertmanagers", policy.alertmanagers)
-    if name in ("help", "reset", "services"):
+    if name in ("help", "reset", "services", "stop"):
         if len(words) > 1:
             return NotACommand(name=name, why=f"`{name}` takes no arguments.")
         return ToolCall("direct", "list_services", "{}") if name == "services" else Builtin(name)
@@ -263,6 +268,8 @@ def run_command(agent: Agent, parsed: DirectCommand, thread: str, principal: Pri
         return _remembered(agent, parsed, principal)
     if parsed == Builtin.reset:
         return _reset(agent, thread)
+    if parsed == Builtin.stop:
+        return CommandOutput(STOP_HERE, ok=True)
     assert isinstance(parsed, ToolCall)
     tool = agent.executor.registry.get(parsed.name)
     if tool is None:

@@ -36,6 +36,7 @@ from .outbound import GuardedClient, Outbound
 from .pacing import ChannelPacer, PacedClient, rate_limit_retries
 from .principals import Directory
 from .runbook_runs import ThreadReporter
+from .sessions import RunBoard, Sessions, Stopper, StopWatch
 from .state import SlackState
 
 log = logging.getLogger("opsbot.slack")
@@ -68,6 +69,8 @@ class SlackApp:
 
     recovery: Recovery
     model: ModelWatch
+    stops: StopWatch
+    stopper: Stopper
 
     def health(self) -> dict[str, object]:
         """What /healthz says: whether Redis answers, and whether it keeps opsbot's jobs over a
@@ -90,6 +93,7 @@ class SlackApp:
         """Stop taking work, let runs finish their current job, hand parked messages to Redis if
         it answers again, and tell the people whose messages cannot be handed over."""
         self.recovery.stop()
+        self.stops.close()
         self.janitor.stop()
         self.alerts.stop()
         self.dispatcher.stop()
@@ -180,6 +184,12 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
     approvals.hand_back(HandBack.agent, ThreadContinuations(lambda job: dispatcher.submit(job)))
     approvals.hand_back(HandBack.runbook, engine)
     feedback = AnswerFeedback(state, agent.audit, settings.memory.ttl_s)
+    sessions = Sessions(client, state.redis, state.prefix)
+    stops = StopWatch(RunBoard(state.redis, state.prefix))
+    notices = ThreadPoolExecutor(max_workers=2, thread_name_prefix="opsbot-notice")
+    stopper = Stopper(
+        stops.board, stops, client=client, approvals=approvals, sessions=sessions, teams=teams, later=notices.submit
+    )
     conversation = Conversation(
         agent,
         client,
@@ -191,6 +201,8 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         requeue=lambda job: dispatcher.accept(job, "command", active_ttl_s=settings.memory.ttl_s),
         outbound=client.outbound,
         feedback=feedback,
+        sessions=sessions,
+        watch=stops,
     )
     dispatcher = Dispatcher(
         state,
@@ -224,8 +236,8 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         thread_ttl_s=settings.memory.ttl_s,
         policy=settings.policy,
         can_ask=agent.model is not None,
+        stopper=stopper,
     )
-    notices = ThreadPoolExecutor(max_workers=2, thread_name_prefix="opsbot-notice")
     model = watch_model(agent.model)
     home = HomeTab(
         client,
@@ -244,6 +256,7 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         teams=teams,
     )
     events.register_home(app, home, later=notices.submit)  # before `register`: its catch-all matches anything
+    events.register_stops(app, stopper)  # before `register`'s catch-all, which would take the event
     events.register(app, intake)
     commands.register(app, intake, client.outbound)
     actions.register(
@@ -256,7 +269,9 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         later=notices.submit,
         home=home,
     )
+    actions.register_stop(app, stopper)
     janitor.start()
+    stops.start()
     alerts.start()
     recovery = Recovery(engine, reporter.reshow, settings.runbooks.recover_every_s)
     recovery.start()
@@ -275,6 +290,8 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         notices=notices,
         recovery=recovery,
         model=model,
+        stops=stops,
+        stopper=stopper,
     )
 
 

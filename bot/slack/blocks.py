@@ -113,7 +113,7 @@ class Content(NamedTuple):
 
 def steps_message(lines: list[str], done: bool) -> Content:
     head = "*Steps*" if done else "*Working on it…*"
-    text = "\n".join(lines[-40:]) or "_asking the model…_"
+    text = "\n".join(lines[-40:]) or ("_none: no tool was needed_" if done else "_asking the model…_")
     return Content("opsbot steps", [section(f"{head}\n{text}")])
 
 
@@ -516,3 +516,14 @@ RECALLED = Style(
     person=_person,
     link=lambda url: own(f"<{url}|thread>") if url.startswith(_ARCHIVES) else escape(url),
 )
+
+
+# opsbot's own Stop button, on the progress message of a run in a workspace without agent sessions
+# (where there are sessions, Slack shows its own while the session is `processing`).
+STOP = "opsbot_stop"
+
+
+def with_stop(content: Content, thread_ts: str) -> Content:
+    """A steps message with the Stop button below its lines; its value is the run's thread."""
+    stop = {**button("Stop", STOP, thread_ts), "style": "danger"}
+    return Content(content.text, [*content.blocks, {"type": "actions", "block_id": STOP, "elements": [stop]}])

@@ -18,9 +18,9 @@ from ...tools.commands import ApprovalRequest
 from ...tools.redact import redact_text
 from ..agent import Agent, Reply, StopReason, recalled_text
 from ..agent.prompts import plain_fault_text, with_thread_context
-from ..approvals import Approvals, ApprovalsUnavailable, HandBack
+from ..approvals import KEEP_AFTER_EXPIRY_S, Approvals, ApprovalsUnavailable, HandBack
 from ..charts import chart_of
-from ..commands import DirectCommand, Question, RunbookRequest, run_command
+from ..commands import Builtin, DirectCommand, Question, RunbookRequest, run_command
 from ..faults import Fault
 from ..redis.client import REDIS_ERRORS
 from ..runbooks import RunbookEngine, RunRefused
@@ -33,6 +33,7 @@ from .jobs import Job
 from .outbound import GuardedWebhook, Outbound
 from .posting import PostFailed
 from .principals import Directory, approves_commands
+from .sessions import STOP_NOTE_EVENT, Running, Sessions, SessionStatus, StopWatch, session_title, stopped_line
 from .target import ResponseUrlTarget, Target, ThreadTarget
 
 log = logging.getLogger("opsbot.slack")
@@ -58,10 +59,15 @@ class Conversation:
         requeue: Callable[[Job], object],
         outbound: Outbound,
         feedback: AnswerFeedback,
+        sessions: Sessions,
+        watch: StopWatch,
     ) -> None:
         """`requeue` queues a `/ops` question again, in the thread opened for it; `outbound` guards
         what is said through a job's `response_url`, as `client` guards its posts; `feedback` is
-        told each run before its answer is shown, whose feedback buttons name it."""
+        told each run before its answer is shown, whose feedback buttons name it; `sessions`
+        carries a thread's lifecycle to Slack; `watch` gives up a run someone stopped."""
+        self.sessions = sessions
+        self.watch = watch
         self.engine = engine
         self.agent = agent
         self.client = client
@@ -101,7 +107,7 @@ class Conversation:
         """Where everything `job` says goes: the one place this is decided."""
         if job.response_url:
             return ResponseUrlTarget(self.client, job, GuardedWebhook(job.response_url, self.outbound))
-        return ThreadTarget(self.client, job, self.settings)
+        return ThreadTarget(self.client, job, self.settings, self.sessions)
 
     def _handle(self, job: Job, target: Target) -> None:
         if job.kind == "refusal":
@@ -137,19 +143,48 @@ class Conversation:
             raise Deferred(f"cannot queue it in its thread: {exc}") from exc
 
     def _ask(self, job: Job, target: Target) -> None:
+        """A run of the agent in its thread's session: `processing` (titled by the question that
+        opens it), then `suspended` while its writes wait for a person, else `active`. Anyone may
+        stop it meanwhile (sessions/stopping.py): it is given up as Ctrl-C gives it up in a terminal."""
         earlier = target.earlier()
         text = with_thread_context(earlier, job.text) if earlier else job.text
-        reply = target.answer(
-            lambda progress: self._answering(
-                job, _plain(_started(self.agent.run(text, job.thread.key, progress, job.principal)))
+        title = session_title(job.text) if job.first_in_thread and job.kind == "question" else None
+        in_session = target.session(SessionStatus.processing, title)
+        running = self._on_board(job)
+        cancel = running.cancel if running is not None else None
+        try:
+            reply = target.answer(
+                lambda progress: self._answering(
+                    job, _plain(_started(self.agent.run(text, job.thread.key, progress, job.principal, cancel)))
+                ),
+                stop_button=running is not None and not in_session,
             )
-        )
+        finally:
+            if running is not None:
+                self.watch.end(running)
         log.info("answered %s: %s", job.id, context_line(reply))
         self._remember(job, target, reply)
         if reply.fault is not None:
             self._tell_operators(job, target, reply.fault)
-        for request in reply.approvals:
-            self._ask_for(job, target, request, continues_agent=True)
+        stopped_by = running.stopped_by if running is not None else None
+        if stopped_by is not None:
+            # Stopped as it ended with writes to ask for: nobody is asked; they are said not to be.
+            unasked = f" {len(reply.approvals)} write(s) it wanted were not asked for." if reply.approvals else ""
+            said = f"{stopped_line(stopped_by)} Nothing more was run.{escape(unasked)}"
+            target.say(said, marker=f"{job.id}:stopped", kind=STOP_NOTE_EVENT, check_first=job.resumed, written=True)
+        requests = [] if stopped_by is not None else reply.approvals
+        waiting = [request for request in requests if self._ask_for(job, target, request, continues_agent=True)]
+        target.session(SessionStatus.suspended if waiting else SessionStatus.active)
+
+    def _on_board(self, job: Job) -> Running | None:
+        """The run on the board every process reads, so a stop reaching any of them finds it; None
+        (and it runs unstoppable) while Redis cannot take it."""
+        try:
+            return self.watch.begin(job.thread, job.id, job.user)
+        except REDIS_ERRORS as exc:
+            metrics.redis_error("slack_stops")
+            log.warning("run %s cannot be stopped from Slack: Redis did not take it (%s)", job.id, exc)
+            return None
 
     def _answering(self, job: Job, reply: Reply) -> Reply:
         """`reply`, its run remembered where it answers before it is shown (its feedback buttons name it)."""
@@ -180,6 +215,8 @@ class Conversation:
             self._tell_operators(job, target, output.fault)
         if output.approval is not None:
             self._ask_for(job, target, output.approval, continues_agent=False)
+        if command == Builtin.reset and output.ok:
+            target.session(SessionStatus.closed)
 
     def _tell_operators(self, job: Job, target: Target, fault: Fault) -> None:
         """The details of what failed, which the channel was not told: in the operator's log, and
@@ -209,9 +246,10 @@ class Conversation:
         except RunRefused as exc:
             target.say(f"Runbook {request.runbook} was not run: {exc}", marker=f"{job.id}:note", kind=_NOTE_EVENT)
 
-    def _ask_for(self, job: Job, target: Target, request: ApprovalRequest, continues_agent: bool) -> None:
-        """Post an approval request. The job's answer is out already, so a failure here gets a note
-        of its own rather than a second answer."""
+    def _ask_for(self, job: Job, target: Target, request: ApprovalRequest, continues_agent: bool) -> bool:
+        """Post an approval request; whether it was. The job's answer is out already, so a failure
+        here gets a note of its own rather than a second answer. A run's request is noted under its
+        thread: a stop there cancels it (sessions/stopping.py)."""
         try:
             # Approvers need a public message to click on, which a private answer is not.
             thread = target.public_thread(
@@ -219,7 +257,11 @@ class Conversation:
             )
             hand_back = HandBack.agent if continues_agent else HandBack.nobody
             pending = self.approvals.ask_command(request, thread.place(), hand_back, why=job.text)
+            if continues_agent:
+                waits_s = (pending.expires_at - self.approvals.clock()).total_seconds()
+                self.watch.board.asked(job.thread, pending.id, waits_s + KEEP_AFTER_EXPIRY_S)
             self.requests.post(thread, pending)
+            return True
         except _NOT_ASKED as exc:
             log.error("approval request %s not posted: %s", request.id, exc)
             # Slack's error code helps whoever reads it; Redis's words name hosts, and stay in the log.
@@ -230,6 +272,7 @@ class Conversation:
                 marker=f"{job.id}:note",
                 kind=_NOTE_EVENT,
             )
+            return False
 
 
 def _plain(reply: Reply) -> Reply:

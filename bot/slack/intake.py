@@ -21,15 +21,15 @@ from ..telemetry import metrics
 from .delivery import Dispatcher
 from .jobs import Job, ThreadRef
 from .principals import OUTSIDER
+from .sessions import Stopper
 
 log = logging.getLogger("opsbot.slack")
 
 SLASH_USAGE = (
     "`/ops <question>` asks opsbot in a new thread of this channel; mention @opsbot in any thread to ask "
-    "there, and write `reset` in a thread to make opsbot forget it. `/ops reset` forgets every opsbot "
-    "conversation in this channel.\n```"
-    + USAGE.replace("Anything else is a question for the model.", "").strip()
-    + "```"
+    "there, and write `reset` in a thread to make opsbot forget it, `stop` to give up its run there. "
+    "`/ops reset` forgets every opsbot conversation in this channel; `/ops stop` stops the runs you "
+    "asked in it.\n```" + USAGE.replace("Anything else is a question for the model.", "").strip() + "```"
 )
 
 _STATE_DOWN: tuple[type[Exception], ...] = (*REDIS_ERRORS, MemoryUnavailable)
@@ -58,7 +58,10 @@ class Intake:
         thread_ttl_s: int,
         policy: Policy,
         can_ask: bool,
+        stopper: Stopper,
     ) -> None:
+        """`stopper` takes `stop`, which cannot wait in the thread's queue behind the run it stops."""
+        self.stopper = stopper
         self.memory = memory
         self.dispatcher = dispatcher
         self.identity = identity
@@ -98,13 +101,18 @@ class Intake:
         if not addressed and not event.get("thread_ts"):
             return True  # channel chatter: not worth a Redis round trip
         said = self._mention.sub("", text).strip() or "help"
+        decision = decide(self.policy, said, self.can_ask)
+        if decision == Builtin.stop:
+            return self.stopper.request(
+                thread, event.get("user") or "unknown", user_team, f"message:{ts}", not addressed
+            )
         job = Job(
             id=f"{team}:{channel}:{ts}",
             thread=thread,
             user=event.get("user") or event.get("bot_id") or "unknown",
             user_team=user_team,
             text=said,
-            decision=decide(self.policy, said, self.can_ask),
+            decision=decision,
             ts=ts,
             resumed=again,
         )
@@ -140,6 +148,12 @@ class Intake:
         if decision == Builtin.help:
             return SLASH_USAGE
         user_team = command.get("user_team_id") or team
+        if decision == Builtin.stop:
+            try:
+                return self.stopper.request_channel(team, channel, user, user_team, f"command:{trigger}")
+            except REDIS_ERRORS as exc:
+                metrics.redis_error("slack_intake")
+                return _redis_down(exc)
         if not self._member(user_team):
             return OUTSIDER
         job = Job(
@@ -177,10 +191,11 @@ class Intake:
 
 
 def _slip(decision: Decision) -> NotACommand | None:
-    """`help` or `reset` with more words after it. /ops answers both in the ack (its reset forgets
-    the whole channel), so one written with more words is refused there, never asked as a question."""
+    """`help`, `reset` or `stop` with more words after it. /ops answers them in the ack (its reset
+    forgets the whole channel, its stop gives runs up), so one written with more words is refused
+    there, never asked as a question."""
     near = decision.almost if isinstance(decision, Question) else decision
-    return near if isinstance(near, NotACommand) and near.name in (Builtin.help, Builtin.reset) else None
+    return near if isinstance(near, NotACommand) and near.name in (Builtin.help, Builtin.reset, Builtin.stop) else None
 
 
 def _redis_down(exc: Exception) -> str:

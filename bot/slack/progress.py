@@ -55,6 +55,7 @@ from .blocks import (
     step_lines,
     steps_message,
     unattached_message,
+    with_stop,
 )
 from .charts import share_charts
 from .jobs import Job
@@ -79,13 +80,25 @@ class _Stopped(NamedTuple):
 
 
 class SlackProgress(Progress):
-    def __init__(self, client: WebClient, job: Job, stream: bool, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        client: WebClient,
+        job: Job,
+        *,
+        stream: bool,
+        clock: Callable[[], float] = time.monotonic,
+        stop_button: bool = False,
+    ) -> None:
+        """`stop_button`: the thread has no agent session, so no Stop of Slack's: the steps go to a
+        steps message, shown from the first model call with opsbot's own Stop button until the
+        run ends (a stream cannot carry a button while it streams)."""
         self.client = client
+        self.stop_button = stop_button
         self.job = job
         self.channel = job.thread.channel
         self.thread_ts = job.thread.thread_ts
         self.clock = clock
-        self.stream_wanted = stream
+        self.stream_wanted = stream and not stop_button
         self.streamer: ChatStream | None = None
         self.stream_ends_line = True  # what streamed so far ends with a newline (or is nothing)
         self.last_append_s = -math.inf
@@ -99,6 +112,8 @@ class SlackProgress(Progress):
 
     def on_model_call(self, step: int) -> None:
         self.status("thinking…" if step == 1 else "reading what came back…")
+        if self.stop_button and self.steps_ts is None:
+            self._show_steps(done=False)
 
     def on_tool_start(self, step: int, tool: str, args: Any) -> None:
         self.status(status_text(tool, args))
@@ -308,7 +323,8 @@ class SlackProgress(Progress):
         if not done and self.steps_ts is not None and self.clock() - self.steps_shown_s < APPEND_EVERY_S:
             return
         self.steps_shown_s = self.clock()
-        text, blocks = steps_message(self.lines, done)
+        shown = steps_message(self.lines, done)
+        text, blocks = with_stop(shown, self.thread_ts) if self.stop_button and not done else shown
         try:
             if self.steps_ts is None:
                 response = self.client.chat_postMessage(

@@ -27,6 +27,7 @@ from .jobs import Job, ThreadRef
 from .outbound import GuardedWebhook
 from .posting import PostFailed, find_marked, post_once, tell
 from .progress import SlackProgress
+from .sessions import Sessions, SessionStatus
 
 log = logging.getLogger("opsbot.slack")
 
@@ -50,8 +51,13 @@ class Target(Protocol):
         empty when there is nothing to read."""
         ...
 
-    def answer(self, run: Callable[[Progress], Reply]) -> Reply:
-        """The job's answer: what `run` replies, given the progress to show while it runs."""
+    def answer(self, run: Callable[[Progress], Reply], stop_button: bool = False) -> Reply:
+        """The job's answer: what `run` replies, given the progress to show while it runs (with
+        opsbot's own Stop button on it, where the place can show one)."""
+        ...
+
+    def session(self, status: SessionStatus, title: str | None = None) -> bool:
+        """Set the agent session of the job's thread, if it has one: whether Slack took it."""
         ...
 
     def output(self, text: str, blocks: list[Block]) -> None:
@@ -95,11 +101,12 @@ class Target(Protocol):
 class ThreadTarget:
     """The job's thread: in a channel, or in a direct message's channel."""
 
-    def __init__(self, client: WebClient, job: Job, settings: SlackSettings) -> None:
+    def __init__(self, client: WebClient, job: Job, settings: SlackSettings, sessions: Sessions) -> None:
         self.client = client
         self.job = job
         self.thread = job.thread
         self.settings = settings
+        self.sessions = sessions
 
     def answered(self) -> bool:
         looked = find_marked(self.client, self.thread.channel, self.thread.thread_ts, self.job.id, ANSWER_EVENT)
@@ -126,11 +133,14 @@ class ThreadTarget:
         text = "\n".join(lines)
         return redact_text(text if len(text) <= chars else "…" + text[-chars:])
 
-    def answer(self, run: Callable[[Progress], Reply]) -> Reply:
-        progress = SlackProgress(self.client, self.job, stream=self.settings.stream)
+    def answer(self, run: Callable[[Progress], Reply], stop_button: bool = False) -> Reply:
+        progress = SlackProgress(self.client, self.job, stream=self.settings.stream, stop_button=stop_button)
         reply = run(progress)
         progress.finish(reply)
         return reply
+
+    def session(self, status: SessionStatus, title: str | None = None) -> bool:
+        return self.sessions.set(self.thread, status, title)
 
     def output(self, text: str, blocks: list[Block]) -> None:
         self._post(self.job.id, text, blocks, check_first=self.job.resumed)
@@ -198,7 +208,10 @@ class ResponseUrlTarget:
     def earlier(self) -> str:
         return ""
 
-    def answer(self, run: Callable[[Progress], Reply]) -> Reply:
+    def session(self, status: SessionStatus, title: str | None = None) -> bool:
+        return False  # a private reply has no thread, so no session
+
+    def answer(self, run: Callable[[Progress], Reply], stop_button: bool = False) -> Reply:
         reply = run(Progress())
         answer = answer_messages(reply, self.job.id)
         # A response_url takes five replies (ANSWER_MESSAGES is fewer), and a private reply no file.

@@ -1,7 +1,7 @@
 """Buttons: Approve/Deny on approval requests (on their message, or on the Home tab), feedback on
-answers. Acked at once; deciding, and anything said to the clicker, happens on other threads,
-since it calls Slack: through opsbot's own client (`requests.client`, whose payloads pass
-bot/slack/outbound.py), never the plain one Bolt hands its listeners."""
+answers, Stop on a run's progress. Acked at once; deciding, and anything said to the clicker,
+happens on other threads, since it calls Slack: through opsbot's own client (`requests.client`,
+whose payloads pass bot/slack/outbound.py), never the plain one Bolt hands its listeners."""
 
 from __future__ import annotations
 
@@ -17,13 +17,15 @@ from ...approvals import ApprovalsUnavailable
 from ...runbooks import RunStoreUnavailable
 from ...telemetry import metrics
 from ..approval_requests import SlackRequests
-from ..blocks import APPROVE, DENY, FEEDBACK
+from ..blocks import APPROVE, DENY, FEEDBACK, STOP
 from ..delivery import WorkerPool
 from ..feedback import AnswerFeedback, FeedbackClick
 from ..home import HomeTab
+from ..jobs import ThreadRef
 from ..outbound import GuardedWebhook, Outbound
 from ..posting import tell
 from ..principals import Directory
+from ..sessions import Stopper
 
 log = logging.getLogger("opsbot.feedback")
 
@@ -162,3 +164,22 @@ def _click(body: dict[str, Any], action: dict[str, Any]) -> Click | None:
     thread_ts = container.get("thread_ts") or (body.get("message") or {}).get("thread_ts")
     private_url = body.get("response_url") if container.get("is_ephemeral") else None
     return Click(str(user["id"]), team, str(channel["id"]), str(message_ts), thread_ts, value, private_url)
+
+
+def register_stop(app: App, stopper: Stopper) -> None:
+    @app.action(STOP)
+    def on_stop(ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
+        """opsbot's own Stop button, on a run's progress message where the thread has no agent
+        session; its value is the run's thread. Acked first; the mark is one Redis script
+        (sessions/stopping.py), and a click delivered twice is seen by its action_ts."""
+        ack()
+        metrics.ack("action")
+        click = _click(body, action)
+        team = (body.get("team") or {}).get("id") or (click.team if click is not None else None)
+        if click is None or not team:
+            return
+        thread = ThreadRef(team=team, channel=click.channel, thread_ts=click.value)
+        delivery = f"click:{click.message_ts}:{click.user}:{action.get('action_ts')}"
+        if not stopper.request(thread, click.user, click.team, delivery):
+            down = "opsbot cannot reach its Redis; nothing was stopped. Click again in a moment."
+            stopper.later(lambda: tell(stopper.client, click.channel, click.user, down, thread_ts=click.value))

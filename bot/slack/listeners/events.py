@@ -13,6 +13,8 @@ from slack_bolt import App, BoltRequest, BoltResponse
 from ...telemetry import metrics
 from ..home import HomeTab
 from ..intake import Intake
+from ..jobs import ThreadRef
+from ..sessions import Stopper
 
 # Slack retries an event it got no 2xx for three times (at once, after a minute, after five);
 # the third retry is its last.
@@ -47,6 +49,40 @@ def register_home(app: App, home: HomeTab, later: Callable[[Callable[[], object]
             return
         team = body.get("team_id") or (event.get("view") or {}).get("team_id")
         later(lambda: home.opened(tab, user, team, channel))
+
+
+def register_stops(app: App, stopper: Stopper) -> None:
+    @app.event("agent_session_stopped")
+    def on_session_stopped(event: dict[str, Any], body: dict[str, Any], request: BoltRequest) -> BoltResponse | None:
+        """Slack's own Stop, clicked while the thread's session was `processing`
+        (docs.slack.dev/reference/events/agent_session_stopped): `channel`, `thread_ts`, `user`,
+        `event_ts`, and `streaming_message_ts`, the streams Slack stopped (maybe none); the team is
+        the envelope's. Marked in Redis before the ack (sessions/stopping.py); a retry of the same
+        event is seen there and changes nothing."""
+        channel, thread_ts, user, team = (
+            event.get("channel"),
+            event.get("thread_ts"),
+            event.get("user"),
+            body.get("team_id"),
+        )
+        if not all(isinstance(value, str) and value for value in (channel, thread_ts, user, team)):
+            metrics.ack("event")
+            return None
+        thread = ThreadRef(team=str(team), channel=str(channel), thread_ts=str(thread_ts))
+        delivery = f"event:{body.get('event_id') or event.get('event_ts')}"
+        if stopper.request(thread, str(user), None, delivery):
+            metrics.ack("event")
+            return None
+        return _redeliver(request)
+
+
+def _redeliver(request: BoltRequest) -> BoltResponse | None:
+    """A 503 so Slack delivers the event again, unless this was its last try."""
+    if _retry_num(request) >= LAST_RETRY:
+        metrics.ack("event", "parked")
+        return None
+    metrics.ack("event", "redeliver")
+    return BoltResponse(status=503, body="opsbot cannot reach its Redis; deliver this event again")
 
 
 def _answer(intake: Intake, event: dict[str, Any], body: dict[str, Any], request: BoltRequest) -> BoltResponse | None:
