@@ -50,7 +50,7 @@ _IDS = frozenset(
 # text opsbot cut to fit may no longer: it is cut again here, in its middle, rather than refused.
 _TEXT_OBJECT_CHARS = 3_000
 _MARKDOWN_CHARS = 12_000
-_ARG_CHARS = {"markdown_text": _MARKDOWN_CHARS}
+_ARG_CHARS = {"markdown_text": _MARKDOWN_CHARS, "title": 200}  # a session's title: 200 (agents.sessions.*)
 _CHILD_CHARS = {"button": {"text": 75}, "header": {"text": 150}}
 _CONFIRM_CHARS = {"title": 100, "text": 300, "confirm": 30, "deny": 30}
 # Methods that take unfurl_links and unfurl_media (docs.slack.dev, each method's arguments).

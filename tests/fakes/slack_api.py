@@ -354,6 +354,13 @@ class SlackApi:
         with self._lock:
             return list(self._statuses.get((channel, thread_ts), []))
 
+    def end_stream(self, channel: str, ts: str) -> None:
+        """Stop a stream as Slack does when a person clicks Stop on its agent session: later
+        appends and stops are refused (`message_not_in_streaming_state`)."""
+        with self._changed:
+            self._find(channel, ts)["streaming"] = False
+            self._changed.notify_all()
+
     def session(self, channel: str, thread_ts: str) -> dict[str, Any] | None:
         """A thread's agent session: its `title` and every status it was set to, in order."""
         with self._lock:

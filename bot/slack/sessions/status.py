@@ -32,9 +32,10 @@ TITLE_CHARS = 200  # Slack's limit on a session's title
 # How long a team's refusal is believed: a workspace whose app is declared an agent later gets
 # sessions back within a day, without a restart.
 OFF_TTL_S = 24 * 3600
-# Errors about this call rather than the team: Slack busy, or this channel or thread.
+# Errors about this call rather than the team: Slack busy, this channel or thread, these arguments.
 _PASSING = frozenset(
     {
+        "invalid_arguments",
         "ratelimited",
         "internal_error",
         "fatal_error",
