@@ -61,7 +61,7 @@ def model(asked: list[dict[str, Any]]) -> Callable[[dict[str, Any]], Reply]:
         if tool_results(body) or not body.get("tools") or "approved" in last or "denied" in last:
             return Reply(content="Checked: nothing else to do.")
         if "slow" in last:
-            return Reply(calls=[Call("run_command", {"command": "slow"})])
+            return Reply(content="Looking at what runs slowly.\n", calls=[Call("run_command", {"command": "slow"})])
         if "restart" in last:
             return Reply(calls=[Call("run_command", {"command": "restart", "params": {"service": "checkout"}})])
         return Reply(content=f"answer to {last}")
@@ -177,13 +177,20 @@ def test_a_run_sets_its_session_processing_titled_from_the_question_then_active(
     title = stack.slack.session("C1", mention["ts"])["title"]  # type: ignore[index]
     assert title.startswith("why is checkout failing?") and len(title) <= TITLE_CHARS
     assert "hunter2" not in title and "<@UBOT>" not in title
+    assert stack.idle()
+    domains = payloads.app_mention("<@UBOT> " + "is api.example.com down? " * 10)  # each dot made [.] on the way out
+    stack.event(domains)
+    answers(stack, domains["ts"], 1)
+    assert len(stack.slack.session("C1", domains["ts"])["title"]) <= TITLE_CHARS  # type: ignore[index]
+    assert statuses(stack, domains["ts"]) == ["processing", "active"]
     # The words of progress stay where Slack shows them: the thread's status line.
     assert "thinking…" in stack.slack.statuses("C1", mention["ts"])
 
     stack.event(payloads.app_mention("<@UBOT> and payments?", thread_ts=mention["ts"]))
     answers(stack, mention["ts"], 2)
     assert statuses(stack, mention["ts"]) == ["processing", "active", "processing", "active"]
-    assert all("title" not in call.args for call in stack.slack.calls(SET_STATUS)[1:])
+    calls = [call for call in stack.slack.calls(SET_STATUS) if call.args["thread_ts"] == mention["ts"]]
+    assert all("title" not in call.args for call in calls[1:])
 
     stack.event(payloads.app_mention("<@UBOT> reset", thread_ts=mention["ts"]))
     answers(stack, mention["ts"], 3)
@@ -256,7 +263,11 @@ def test_slacks_stop_kills_the_running_command_and_cancels_the_pending_request(m
     assert sleeping(), "the slow command runs"
     before = len(asked)
 
-    response = stack.event(payloads.agent_session_stopped(thread_ts=mention["ts"], user="U3"))
+    # Slack stops the run's stream as it sends the event (the steps streamed so far stay shown).
+    [streaming] = [m for m in stack.slack.messages("C1", mention["ts"]) if m.get("streaming")]
+    stack.slack.end_stream("C1", streaming["ts"])
+    stop = payloads.agent_session_stopped(thread_ts=mention["ts"], user="U3", streaming_message_ts=[streaming["ts"]])
+    response = stack.event(stop)
 
     assert response.status == 200
     stopped = answers(stack, mention["ts"], 2)[1]
@@ -432,3 +443,19 @@ def test_a_stop_written_unaddressed_where_nothing_runs_says_nothing(make_stack: 
     [said] = stack.slack.ephemerals()
     assert said["user"] == "U5" and "Nothing to stop here" in said["text"], "only the one who asked opsbot is told"
     assert len(stack.answers("C1", mention["ts"])) == 1
+
+
+def test_ops_stop_gives_up_a_direct_command_that_runs(make_stack: Make) -> None:
+    stack = make_stack()
+    assert stack.command("run slow", key="run").status == 200
+    assert sleeping()
+
+    said = stack.command("stop", key="stop")
+
+    assert "Stopping 1 run(s) you asked in this channel" in said.body
+    assert stack.slack.wait_for(lambda: len(stack.slack.responses("run")) >= 2, 10), stack.slack.responses("run")
+    assert none_left()
+    assert stack.idle()
+    output, confirmed = stack.slack.responses("run")
+    assert "cancelled" in json.dumps(kit(output["blocks"])).lower()
+    assert "Stopped by <@U1>" in confirmed["text"] and "The command was given up." in confirmed["text"]

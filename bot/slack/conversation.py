@@ -14,6 +14,7 @@ from collections.abc import Callable
 from slack_sdk import WebClient
 
 from ...config.settings import SlackSettings
+from ...tools.cancel import cancellable
 from ...tools.commands import ApprovalRequest
 from ...tools.redact import redact_text
 from ..agent import Agent, Reply, StopReason, recalled_text
@@ -150,41 +151,32 @@ class Conversation:
         text = with_thread_context(earlier, job.text) if earlier else job.text
         title = session_title(job.text) if job.first_in_thread and job.kind == "question" else None
         in_session = target.session(SessionStatus.processing, title)
-        running = self._on_board(job)
-        cancel = running.cancel if running is not None else None
-        try:
+        with self.watch.watching(job.thread, job.id, job.user) as running:
             reply = target.answer(
                 lambda progress: self._answering(
-                    job, _plain(_started(self.agent.run(text, job.thread.key, progress, job.principal, cancel)))
+                    job,
+                    _plain(_started(self.agent.run(text, job.thread.key, progress, job.principal, running.cancel))),
                 ),
-                stop_button=running is not None and not in_session,
+                stop_button=running.on_board and not in_session,
             )
-        finally:
-            if running is not None:
-                self.watch.end(running)
         log.info("answered %s: %s", job.id, context_line(reply))
         self._remember(job, target, reply)
         if reply.fault is not None:
             self._tell_operators(job, target, reply.fault)
-        stopped_by = running.stopped_by if running is not None else None
-        if stopped_by is not None:
-            # Stopped as it ended with writes to ask for: nobody is asked; they are said not to be.
-            unasked = f" {len(reply.approvals)} write(s) it wanted were not asked for." if reply.approvals else ""
-            said = f"{stopped_line(stopped_by)} Nothing more was run.{escape(unasked)}"
-            target.say(said, marker=f"{job.id}:stopped", kind=STOP_NOTE_EVENT, check_first=job.resumed, written=True)
-        requests = [] if stopped_by is not None else reply.approvals
+        # Stopped as it ended with writes to ask for: nobody is asked, and the confirmation says so.
+        unasked = f" {len(reply.approvals)} write(s) it wanted were not asked for." if reply.approvals else ""
+        stopped = self._confirm_stop(job, target, running, f"Nothing more was run.{unasked}")
+        requests = [] if stopped else reply.approvals
         waiting = [request for request in requests if self._ask_for(job, target, request, continues_agent=True)]
         target.session(SessionStatus.suspended if waiting else SessionStatus.active)
 
-    def _on_board(self, job: Job) -> Running | None:
-        """The run on the board every process reads, so a stop reaching any of them finds it; None
-        (and it runs unstoppable) while Redis cannot take it."""
-        try:
-            return self.watch.begin(job.thread, job.id, job.user)
-        except REDIS_ERRORS as exc:
-            metrics.redis_error("slack_stops")
-            log.warning("run %s cannot be stopped from Slack: Redis did not take it (%s)", job.id, exc)
-            return None
+    def _confirm_stop(self, job: Job, target: Target, running: Running, said: str) -> bool:
+        """Whether someone stopped the job's work; if so, who, said once in its thread."""
+        if running.stopped_by is None:
+            return False
+        text = f"{stopped_line(running.stopped_by)} {escape(said)}"
+        target.say(text, marker=f"{job.id}:stopped", kind=STOP_NOTE_EVENT, check_first=job.resumed, written=True)
+        return True
 
     def _answering(self, job: Job, reply: Reply) -> Reply:
         """`reply`, its run remembered where it answers before it is shown (its feedback buttons name it)."""
@@ -205,7 +197,9 @@ class Conversation:
         if isinstance(command, RunbookRequest):
             self._run_runbook(job, target, command)
             return
-        output = run_command(self.agent, command, job.thread.key, job.principal)
+        # A command (`run slow-diagnostic`) is stopped as a run is: its process group killed.
+        with self.watch.watching(job.thread, job.id, job.user) as running, cancellable(running.cancel):
+            output = run_command(self.agent, command, job.thread.key, job.principal)
         chart = chart_of(output.tool, output.result)
         unshown = target.charts([chart]) if chart is not None else ""
         said = output.text if output.fault is None else plain_fault_text(output.fault, [])
@@ -213,6 +207,8 @@ class Conversation:
         target.output(escape(said[:3000]), blocks)
         if output.fault is not None:
             self._tell_operators(job, target, output.fault)
+        if self._confirm_stop(job, target, running, "The command was given up."):
+            return
         if output.approval is not None:
             self._ask_for(job, target, output.approval, continues_agent=False)
         if command == Builtin.reset and output.ok:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ...redis.client import REDIS_ERRORS
@@ -26,6 +28,7 @@ class Running:
     entry: RunEntry
     cancel: threading.Event = field(default_factory=threading.Event)
     stopped_by: str | None = None
+    on_board: bool = True  # False: Redis did not take it, so no stop can reach it
 
     def stop(self, by: str) -> None:
         if self.stopped_by is None:
@@ -49,6 +52,22 @@ class StopWatch:
         self._closing.set()
         if self._thread.is_alive():
             self._thread.join()
+
+    @contextmanager
+    def watching(self, thread: ThreadRef, run: str, user: str) -> Iterator[Running]:
+        """`run` (a job's work) on the board for as long as the block lasts, so a stop reaching any
+        process finds it; off the board, and unstoppable from Slack, while Redis cannot take it."""
+        try:
+            running = self.begin(thread, run, user)
+        except REDIS_ERRORS as exc:
+            metrics.redis_error("slack_stops")
+            log.warning("%s cannot be stopped from Slack: Redis did not take it (%s)", run, exc)
+            running = Running(RunEntry(thread, run, user), on_board=False)
+        try:
+            yield running
+        finally:
+            if running.on_board:
+                self.end(running)
 
     def begin(self, thread: ThreadRef, run: str, user: str) -> Running:
         """`run` works in `thread` from now: on the board for every process, watched here. Raises
