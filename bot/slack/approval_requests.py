@@ -43,6 +43,17 @@ class SlackRequests:
         )
         self.approvals.shown(pending, _at(thread.channel, ts))
 
+    def cancel(self, request_id: str, by: Principal, said: str) -> bool:
+        """Cancel a request nobody decided (a stop of the run that asked for it): through the
+        approvals service, its buttons replaced by `said` where it is shown. Whether it was."""
+        pending = self.approvals.cancel(request_id, by)
+        if pending is None:
+            return False
+        if pending.shown_at:
+            channel, _, ts = pending.shown_at.partition("/")
+            replace(self.client, channel, ts, escape(f"Cancelled: {pending.what}"), decision_blocks(pending, said))
+        return True
+
     def click(self, request_id: str, approve: bool, clicker: Principal, channel: str, message_ts: str) -> Decision:
         view = ClickView(self, channel, message_ts, clicker)
         return self.approvals.decide(request_id, approve, clicker, view, at=_at(channel, message_ts))

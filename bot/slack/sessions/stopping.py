@@ -19,15 +19,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from slack_sdk import WebClient
-
 from ....config.policy import Principal
-from ...approvals import Approvals, ApprovalsUnavailable
+from ...approvals import ApprovalsUnavailable
 from ...redis.client import REDIS_ERRORS
 from ...telemetry import metrics
-from ..blocks import decision_blocks, escape, mention
+from ..approval_requests import SlackRequests
+from ..blocks import mention
 from ..jobs import ThreadRef
-from ..posting import PostFailed, post_once, replace, tell
+from ..posting import PostFailed, post_once, tell
 from .runs import RunBoard, Stop, StopRequest
 from .status import Sessions, SessionStatus
 from .watch import StopWatch
@@ -58,17 +57,17 @@ class Stopper:
         board: RunBoard,
         watch: StopWatch,
         *,
-        client: WebClient,
-        approvals: Approvals,
+        requests: SlackRequests,
         sessions: Sessions,
         teams: frozenset[str],
         later: Callable[[Callable[[], object]], object],
     ) -> None:
-        """`later` runs work off the ack path (Slack calls); `teams`: whose people may stop."""
+        """`requests` shows (and cancels) approval requests; `later` runs work off the ack path
+        (Slack calls); `teams`: whose people may stop."""
         self.board = board
         self.watch = watch
-        self.client = client
-        self.approvals = approvals
+        self.requests = requests
+        self.client = requests.client
         self.sessions = sessions
         self.teams = teams
         self.later = later
@@ -131,13 +130,7 @@ class Stopper:
         by = Principal(platform="slack", user=user, team=thread.team, channel=thread.channel)
         try:
             asked = self.board.take_asked(thread)
-            cancelled = [p for p in (self.approvals.cancel(request, by) for request in asked) if p is not None]
+            return sum(self.requests.cancel(request, by, cancelled_line(user)) for request in asked)
         except _NOT_CANCELLED as exc:
             log.error("approval requests in %s not cancelled: %s", thread.key, exc)
             return 0
-        line = cancelled_line(user)
-        for pending in cancelled:
-            if pending.shown_at:
-                channel, _, ts = pending.shown_at.partition("/")
-                replace(self.client, channel, ts, escape(f"Cancelled: {pending.what}"), decision_blocks(pending, line))
-        return len(cancelled)
