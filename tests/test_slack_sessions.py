@@ -25,6 +25,7 @@ from opsbot.bot.slack.jobs import ThreadRef
 from opsbot.bot.slack.sessions import RunBoard, Stop
 from opsbot.bot.slack.sessions.runs import LEASE_S, SEEN_TTL_S
 from opsbot.bot.slack.sessions.status import TITLE_CHARS
+from opsbot.bot.telemetry.audit import RedisAudit
 from opsbot.config.policy import Command, Policy
 from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import Call, Reply, tool_results
@@ -32,6 +33,8 @@ from tests.fakes.redis_server import RedisServer
 from tests.fakes.slack_api import SlackApi
 from tests.fakes.slack_stack import Stack, Stacks, stack_settings
 from tests.test_cancel import sleepers
+from tests.test_metrics import Scrapes
+from tests.test_metrics import web as web  # noqa: F401 - a fixture
 
 SET_STATUS = "agents.sessions.setStatus"
 STOPPED = "opsbot_stopped"
@@ -288,7 +291,10 @@ def test_slacks_stop_kills_the_running_command_and_cancels_the_pending_request(m
     assert not marked(stack, mention["ts"], "opsbot_result"), "the cancelled request ran nothing"
 
 
-def test_a_stop_delivered_twice_and_to_another_process_stops_the_run_once(make_stack: Make) -> None:
+def test_a_stop_delivered_twice_and_to_another_process_stops_the_run_once(
+    make_stack: Make, redis_server: RedisServer, web: str
+) -> None:
+    scrapes = Scrapes(web + "/metrics")
     running = make_stack()
     other = make_stack(slack=running.slack, server=running.model)
     mention = payloads.app_mention("<@UBOT> is anything slow?")
@@ -305,12 +311,19 @@ def test_a_stop_delivered_twice_and_to_another_process_stops_the_run_once(make_s
     assert other.idle()
     assert running.slack.ephemerals() == [], "the retry said nothing"
     assert statuses(running, mention["ts"]) == ["processing", "active"]
+    trail = list(RedisAudit(redis_server.client(), 3600).read(thread=f"slack:T1:C1:{mention['ts']}"))
+    stopped = [r for r in trail if r.kind == "run_stopped"]
+    assert [r.who for r in stopped] == ["slack:U3"], "who stopped the run, recorded once"
+    assert [r.status for r in trail if r.kind == "run_finished"] == ["cancelled"]
 
     assert other.event(payloads.agent_session_stopped(thread_ts=mention["ts"]), event_id="EvStop2").status == 200
     assert running.slack.wait_for(lambda: bool(running.slack.ephemerals()), 5)
     [said] = running.slack.ephemerals()
     assert said["user"] == "U1" and "Nothing to stop here" in said["text"] and said["thread_ts"] == mention["ts"]
     assert statuses(running, mention["ts"]) == ["processing", "active", "active"]
+    counted = scrapes.again()
+    assert counted.moved("opsbot_stops_total", found="first") == counted.moved("opsbot_stops_total", found="ended") == 1
+    assert counted.moved("opsbot_stops_total", found="again") == 0, "Slack's retry is not a second stop"
 
 
 def test_a_stop_while_writes_wait_cancels_them_and_says_so_once(make_stack: Make) -> None:

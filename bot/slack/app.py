@@ -187,7 +187,9 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
     sessions = Sessions(client, state.redis, state.prefix)
     stops = StopWatch(RunBoard(state.redis, state.prefix))
     notices = ThreadPoolExecutor(max_workers=2, thread_name_prefix="opsbot-notice")
-    stopper = Stopper(stops.board, stops, requests=requests, sessions=sessions, teams=teams, later=notices.submit)
+    stopper = Stopper(
+        stops.board, stops, requests=requests, sessions=sessions, teams=teams, later=notices.submit, audit=agent.audit
+    )
     conversation = Conversation(
         agent,
         client,

@@ -1,9 +1,9 @@
 """The audit trail a security reviewer reads: every tool call (who asked, in which thread, the
 tool, its arguments as redacted, the result's status), every approval request and decision, every
 write command run, the alerts that fired and resolved (a handoff tells them all, in order), the
-feedback people give on answers (who, positive or negative, the run, the thread), and every run
-of the loop as it ended (who asked what, where, and why it stopped: Slack's Home tab
-lists a person's own).
+feedback people give on answers (who, positive or negative, the run, the thread), who stopped a
+run in Slack (Stop, `stop`, `/ops stop`), and every run of the loop as it ended (who asked what,
+where, and why it stopped: Slack's Home tab lists a person's own).
 One JSON record each, on the `opsbot.audit` logger (wherever the deployment ships its logs), and,
 with Redis, in one stream kept for `audit.ttl_s`, which `opsbot audit` reads back.
 
@@ -42,6 +42,7 @@ Kind = Literal[
     "alert_resolved",
     "feedback",
     "run_finished",
+    "run_stopped",
 ]
 # What a run's record keeps of its question: enough to know it again.
 QUESTION_CHARS = 300

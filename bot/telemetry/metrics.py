@@ -146,6 +146,13 @@ class _Metrics:
             ["value"],
             registry=r,
         )
+        self.stops = Counter(
+            "opsbot_stops",
+            "Stops asked in Slack (Stop, `stop`, `/ops stop`), by what they found: first (a run given "
+            "up), again (one being stopped already), ended (nothing working); a delivery repeated is not counted.",
+            ["found"],
+            registry=r,
+        )
         self.redis_errors = Counter(
             "opsbot_redis_errors",
             "Redis calls that failed, by the component that made them.",
@@ -265,6 +272,11 @@ def approval_decided(verdict: str) -> None:
 def feedback(value: str) -> None:
     """A verdict recorded on an answer: `positive` or `negative`."""
     _m().feedback.labels(value).inc()
+
+
+def stop(found: str) -> None:
+    """A stop asked in Slack: `first`, `again` or `ended` (sessions/runs.py `Stop`)."""
+    _m().stops.labels(found).inc()
 
 
 def redis_error(component: str) -> None:

@@ -23,6 +23,7 @@ from ....config.policy import Principal
 from ...approvals import ApprovalsUnavailable
 from ...redis.client import REDIS_ERRORS
 from ...telemetry import metrics
+from ...telemetry.audit import Audit, AuditRecord
 from ..approval_requests import SlackRequests
 from ..blocks import mention
 from ..jobs import ThreadRef
@@ -61,9 +62,10 @@ class Stopper:
         sessions: Sessions,
         teams: frozenset[str],
         later: Callable[[Callable[[], object]], object],
+        audit: Audit,
     ) -> None:
         """`requests` shows (and cancels) approval requests; `later` runs work off the ack path
-        (Slack calls); `teams`: whose people may stop."""
+        (Slack calls); `teams`: whose people may stop; `audit` records who stopped a run."""
         self.board = board
         self.watch = watch
         self.requests = requests
@@ -71,6 +73,7 @@ class Stopper:
         self.sessions = sessions
         self.teams = teams
         self.later = later
+        self.audit = audit
 
     def request(self, thread: ThreadRef, user: str, user_team: str | None, delivery: str, quiet: bool = False) -> bool:
         """Stop whatever opsbot works on in `thread`, for `user`. Redis only: fit for the ack
@@ -88,8 +91,11 @@ class Stopper:
         log.info("stop in %s by %s: %s %s", thread.key, user, found.outcome.value, found.run)
         if found.outcome is Stop.seen:
             return True
+        metrics.stop(found.outcome.value)
         if found.outcome is Stop.first:
             self.watch.stopped(found.run, user)  # at once, when the run is this process's
+            stopped = AuditRecord.made("run_stopped", who=f"slack:{user}", thread=thread.key, args={"job": found.run})
+            self.audit.record(stopped)
         self.later(lambda: self.settle(thread, user, delivery, found, quiet))
         return True
 
