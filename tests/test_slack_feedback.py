@@ -94,7 +94,7 @@ def told(stack: Stack, user: str, count: int) -> list[dict[str, Any]]:
     def mine() -> list[dict[str, Any]]:
         return [e for e in stack.slack.ephemerals() if e["user"] == user]
 
-    assert stack.slack.wait_for(lambda: len(mine()) >= count, 5), mine()
+    assert stack.slack.wait_for(lambda: len(mine()) >= count, 15), mine()
     return mine()
 
 
