@@ -34,7 +34,7 @@ from tests.fakes import slack_payloads as payloads
 from tests.fakes.model_server import ModelServer
 from tests.fakes.redis_server import RedisServer
 from tests.fakes.slack_api import SlackApi
-from tests.fakes.slack_stack import Stack, Stacks, stack_settings
+from tests.fakes.slack_stack import Stack, Stacks, stack_settings, work_in_redis
 from tests.fakes.waiting import until
 from tests.test_slack import answer_text, answered, echo, settle
 
@@ -542,4 +542,30 @@ def test_a_question_reaching_a_process_before_it_notices_the_restart_waits_for_t
     a.tick(after_s=5.0)
     time.sleep(0.3)
     assert a.handled == [first.id, second.id] and overlapped == []
+    a.pool.shutdown()
+
+
+def test_a_question_arriving_as_its_threads_drain_ends_is_answered_at_once(own_redis) -> None:
+    """The moment a drain has given its lease back and not yet left: a question for the same
+    thread then takes a new lease and starts a drain, which must not take the ending one for a
+    drain still at work (it would give its lease up, and the question wait for another process's
+    janitor to find its queue orphaned). No janitor ticks here: nothing else would answer it."""
+    first, second = job_in("1700000000.1", 1), job_in("1700000000.1", 2)
+    a = process_on(own_redis)
+    state = a.dispatcher.state
+    release = state.release
+    arrived: list[str] = []
+
+    def release_then_a_question(thread: str, token: str) -> bool:
+        released = release(thread, token)
+        if released and not arrived:
+            arrived.append(second.id)
+            a.dispatcher.accept(second, "second", active_ttl_s=60)
+            until(lambda: second.id in a.handled, timeout=3)  # the ending drain is not gone yet
+        return released
+
+    state.release = release_then_a_question  # type: ignore[method-assign]
+    a.dispatcher.accept(first, "first", active_ttl_s=60)
+    assert until(lambda: a.handled == [first.id, second.id], timeout=5), a.handled
+    assert until(lambda: not work_in_redis(state.redis, state.prefix), timeout=5)
     a.pool.shutdown()

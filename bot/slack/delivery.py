@@ -329,7 +329,7 @@ class Dispatcher:
                 self._wait_for_whole_queues(thread)
                 job = self.state.next_job(thread, token)
                 if job is None:
-                    if self.state.release(thread, token):
+                    if self._released(thread, token, drain):
                         return
                     continue
                 drain.job = job
@@ -351,6 +351,23 @@ class Dispatcher:
             with self._drains_lock:
                 if self._drains.get(thread) is drain:
                     del self._drains[thread]
+
+    def _released(self, thread: str, token: str, drain: _Drain) -> bool:
+        """Give the thread's lease back, its queue empty; False when a job came meanwhile (the
+        lease is kept and the drain goes on). The drain leaves this process's drains first: a
+        question arriving once the lease is back starts a drain of its own, which must not take
+        this one for a drain still at work and give its new lease up."""
+        with self._drains_lock:
+            if self._drains.get(thread) is drain:
+                del self._drains[thread]
+        if self.state.release(thread, token):
+            return True
+        with self._drains_lock:
+            holder = self._drains.setdefault(thread, drain)
+        if holder is not drain:  # Redis lost the lease meanwhile and another drain here took it
+            self._give_up(thread, token)
+            return True
+        return False
 
     def _wait_for_whole_queues(self, thread: str) -> None:
         """After Redis lost its data, each process queues again what it holds; a thread's next job
