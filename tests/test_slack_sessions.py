@@ -200,6 +200,26 @@ def test_a_run_sets_its_session_processing_titled_from_the_question_then_active(
     assert statuses(stack, mention["ts"])[-1] == "closed"
 
 
+def test_ops_reset_closes_the_sessions_of_the_threads_it_forgets(make_stack: Make) -> None:
+    """`/ops reset` forgets every conversation of the channel: their sessions close as a thread's
+    own `reset` closes its; another channel's stays as it was."""
+    stack = make_stack()
+    here = [payloads.app_mention(f"<@UBOT> how is {name}?") for name in ("checkout", "payments")]
+    there = payloads.app_mention("<@UBOT> how is auth?", channel="C2")
+    for mention in [*here, there]:
+        stack.event(mention)
+    for mention in here:
+        answers(stack, mention["ts"], 1)
+    assert stack.slack.wait_for(lambda: bool(stack.answers("C2", there["ts"])), 15)
+
+    said = stack.command("reset", user="U1")
+    assert "Forgot 2 opsbot conversation(s)" in said.body
+    for mention in here:
+        assert stack.slack.wait_for(lambda m=mention: statuses(stack, m["ts"])[-1:] == ["closed"], 5)
+    session = stack.slack.session("C2", there["ts"])
+    assert session is not None and session["statuses"] == ["processing", "active"]
+
+
 def test_a_write_waiting_for_approval_suspends_the_session_until_it_is_decided(make_stack: Make) -> None:
     stack = make_stack()
     mention = payloads.app_mention("<@UBOT> restart checkout")

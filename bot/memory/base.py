@@ -59,8 +59,8 @@ class Memory(Protocol):
     def reset(self, thread: str) -> None:
         """Forget the thread."""
 
-    def forget_all(self, prefix: str) -> int:
-        """Forget every thread whose key starts with `prefix`; how many there were."""
+    def forget_all(self, prefix: str) -> list[str]:
+        """Forget every thread whose key starts with `prefix`; the threads forgotten."""
 
     @contextmanager
     def lock(self, thread: str, ttl_s: float, wait_s: float) -> Iterator[None]:
@@ -137,13 +137,13 @@ class InProcessMemory:
             self.round_trips += 1
             self._threads.pop(thread, None)
 
-    def forget_all(self, prefix: str) -> int:
+    def forget_all(self, prefix: str) -> list[str]:
         with self._mutex:
             self.round_trips += 1
-            gone = [thread for thread in self._threads if thread.startswith(prefix)]
+            gone = sorted(thread for thread in self._threads if thread.startswith(prefix))
             for thread in gone:
                 del self._threads[thread]
-            return len(gone)
+            return gone
 
     @contextmanager
     def lock(self, thread: str, ttl_s: float, wait_s: float) -> Iterator[None]:

@@ -114,20 +114,21 @@ class RedisMemory:
         keys = self._keys(thread).values()
         self._call(lambda: self._redis.delete(*keys))
 
-    def forget_all(self, prefix: str) -> int:
+    def forget_all(self, prefix: str) -> list[str]:
         # Every master's keys on a cluster: RedisCluster.scan_iter asks each in turn.
-        pattern = f"{self.prefix}:thread:{{{_glob_escape(_tag_text(prefix))}*"
+        base = f"{self.prefix}:thread:{{"
+        pattern = f"{base}{_glob_escape(_tag_text(prefix))}*"
 
-        def forget() -> int:
+        def forget() -> list[str]:
             threads = set()
             for key in self._redis.scan_iter(pattern, count=500):
                 name = str(key)
                 if name.endswith((":blocks", ":summary", ":repeats")):
-                    threads.add(name.rsplit(":", 1)[0])
+                    threads.add(_untagged(name[len(base) : name.rindex("}")]))
                     self._redis.delete(name)
-            return len(threads)
+            return sorted(threads)
 
-        result: int = self._call(forget)
+        result: list[str] = self._call(forget)
         return result
 
     @contextmanager
@@ -190,6 +191,12 @@ def _tag_text(thread: str) -> str:
     percent-encoded (and `%` with it, so two threads never share keys); encoded, a prefix of a
     thread is still a prefix of its tag, which `forget_all` looks keys up by."""
     return thread.replace("%", "%25").replace("}", "%7D")
+
+
+def _untagged(tag: str) -> str:
+    """The thread a hash tag names (`_tag_text` undone; a lone `%`, which no thread encodes to, is
+    the empty thread's)."""
+    return "" if tag == "%" else tag.replace("%7D", "}").replace("%25", "%")
 
 
 def _glob_escape(text: str) -> str:

@@ -237,6 +237,8 @@ def build_slack_app(settings: Settings, http: bool, agent: Agent | None = None) 
         policy=settings.policy,
         can_ask=agent.model is not None,
         stopper=stopper,
+        sessions=sessions,
+        later=notices.submit,
     )
     model = watch_model(agent.model)
     home = HomeTab(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ from ..telemetry import metrics
 from .delivery import Dispatcher
 from .jobs import Job, ThreadRef
 from .principals import OUTSIDER
-from .sessions import Stopper
+from .sessions import Sessions, SessionStatus, Stopper
 
 log = logging.getLogger("opsbot.slack")
 
@@ -59,9 +60,14 @@ class Intake:
         policy: Policy,
         can_ask: bool,
         stopper: Stopper,
+        sessions: Sessions,
+        later: Callable[[Callable[[], object]], object],
     ) -> None:
-        """`stopper` takes `stop`, which cannot wait in the thread's queue behind the run it stops."""
+        """`stopper` takes `stop`, which cannot wait in the thread's queue behind the run it stops;
+        `sessions` closes the sessions a channel's `reset` forgets, on `later`'s thread."""
         self.stopper = stopper
+        self.sessions = sessions
+        self.later = later
         self.memory = memory
         self.dispatcher = dispatcher
         self.identity = identity
@@ -168,12 +174,21 @@ class Intake:
         try:
             if decision == Builtin.reset:
                 forgotten = self.memory.forget_all(f"slack:{team}:{channel}:")
-                return f"Forgot {forgotten} opsbot conversation(s) in this channel."
+                self.later(lambda: self._close_sessions(forgotten))
+                return f"Forgot {len(forgotten)} opsbot conversation(s) in this channel."
             self.dispatcher.accept(job, "command")
         except _STATE_DOWN as exc:
             metrics.redis_error("slack_intake")
             return _redis_down(exc)
         return None
+
+    def _close_sessions(self, threads: list[str]) -> None:
+        """The agent sessions of the threads a channel's `reset` forgot, closed as a thread's own
+        `reset` closes its (a `/ops` question's thread without a Slack thread has none)."""
+        for key in threads:
+            thread = ThreadRef.from_key(key)
+            if thread is not None:
+                self.sessions.set(thread, SessionStatus.closed)
 
     def _member(self, team: str) -> bool:
         """Whether people of `team` may use opsbot: its own workspace's, and `slack.allowed_teams`."""

@@ -29,6 +29,17 @@ class ThreadRef(BaseModel):
         say more than where it is."""
         return cls(team=place["team"], channel=place["channel"], thread_ts=place["thread_ts"])
 
+    @classmethod
+    def from_key(cls, key: str) -> ThreadRef | None:
+        """The Slack thread a memory key names (`key` undone), or None for one that is no Slack
+        thread's (a `/ops` question's, whose `thread_ts` is no message's ts)."""
+        platform, _, rest = key.partition(":")
+        team, _, rest = rest.partition(":")
+        channel, _, thread_ts = rest.partition(":")
+        if platform != "slack" or not (team and channel and _TS.fullmatch(thread_ts)):
+            return None
+        return cls(team=team, channel=channel, thread_ts=thread_ts)
+
     def place(self) -> dict[str, str]:
         """The thread as a place (a run's origin, an approval request's): where it is, and its key,
         which audit records name."""
