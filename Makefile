@@ -34,10 +34,13 @@ $(MCP_STAMP): Makefile
 chat: $(RUNTIME)
 	$(BIN)/opsbot chat
 
+# Bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE): else
+# every worker rewrites every test module's asserts at each start (11 s of CPU each) and every
+# `opsbot` process a test starts compiles opsbot again.
 test: $(STAMP) .typecheck/opsbot $(MCP_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -n $(TEST_WORKERS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 bench: $(STAMP)
 	$(BIN)/python tests/bench/bench_loop.py
