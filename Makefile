@@ -11,6 +11,11 @@ TEST_WORKERS ?= 4
 
 .PHONY: chat test bench bench-faults bench-soak clean
 
+# `make test` on a fresh machine installs opsbot's venv and the MCP servers' side by side.
+ifeq ($(MAKECMDGOALS),test)
+MAKEFLAGS += -j2
+endif
+
 $(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
