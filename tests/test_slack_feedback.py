@@ -98,6 +98,27 @@ def told(stack: Stack, user: str, count: int) -> list[dict[str, Any]]:
     return mine()
 
 
+def asked(stack: Stack) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """A question in a thread, answered: the mention, the answer, the run its buttons name."""
+    mention = payloads.app_mention("<@UBOT> why is checkout throwing 502s?")
+    stack.event(mention)
+    [answer] = answered(stack, "C1", mention["ts"])
+    return mention, answer, run_of(answer)
+
+
+def nothing_recorded(redis_server: RedisServer, scrapes: Scrapes) -> None:
+    """No feedback in the audit trail, none counted since `scrapes` began."""
+    assert feedback_records(redis_server) == []
+    s = scrapes.again()
+    assert s.moved("opsbot_feedback_total", value="negative") == s.moved("opsbot_feedback_total", value="positive") == 0
+
+
+def nothing_negative_listed(redis_server: RedisServer) -> None:
+    """`opsbot audit --feedback` finds no answer someone found unhelpful."""
+    code, out = audit_cli("--feedback", redis_url=redis_server.url, stream="all")
+    assert code == 0 and out.splitlines()[-1] == "No negative feedback since 24h."
+
+
 # ---------------------------------------------------------------- the buttons, wherever an answer is given
 
 
@@ -165,10 +186,8 @@ def test_a_private_ops_answer_has_the_buttons_and_a_click_on_it_is_recorded_agai
 
 def test_a_click_is_recorded_with_its_run_counted_once_and_listed_while_negative(make_stack, redis_server, web) -> None:
     stack = make_stack(looked_then_answered())
-    mention = payloads.app_mention("<@UBOT> why is checkout throwing 502s?")
-    stack.event(mention)
-    [answer] = answered(stack, "C1", mention["ts"])
-    run, thread = run_of(answer), f"slack:T1:C1:{mention['ts']}"
+    mention, answer, run = asked(stack)
+    thread = f"slack:T1:C1:{mention['ts']}"
     link = f"https://slack.com/archives/C1/p{mention['ts'].replace('.', '')}"
     scrapes = Scrapes(web + "/metrics")
     where = {"user": "U5", "message_ts": answer["ts"], "thread_ts": mention["ts"]}
@@ -204,8 +223,7 @@ def test_a_click_is_recorded_with_its_run_counted_once_and_listed_while_negative
     assert told(stack, "U5", 2)[-1]["text"] == "Your feedback on this answer is now 👍 (it was 👎)."
     assert [r.status for r in feedback_records(redis_server)] == ["negative", "positive"]
     assert scrapes.again().moved("opsbot_feedback_total", value="positive") == 1
-    code, out = audit_cli("--feedback", redis_url=redis_server.url, stream="all")
-    assert code == 0 and out.splitlines()[-1] == "No negative feedback since 24h."
+    nothing_negative_listed(redis_server)
 
 
 # ---------------------------------------------------------------- forged and stale values
@@ -215,10 +233,7 @@ def test_a_forged_or_stale_value_is_refused_to_the_clicker_alone_and_nothing_is_
     make_stack, redis_server, web
 ) -> None:
     stack = make_stack(looked_then_answered())
-    mention = payloads.app_mention("<@UBOT> why is checkout throwing 502s?")
-    stack.event(mention)
-    [answer] = answered(stack, "C1", mention["ts"])
-    run = run_of(answer)
+    mention, answer, run = asked(stack)
     here = {"message_ts": answer["ts"], "thread_ts": mention["ts"]}
     scrapes = Scrapes(web + "/metrics")
     forged = [
@@ -245,21 +260,15 @@ def test_a_forged_or_stale_value_is_refused_to_the_clicker_alone_and_nothing_is_
         assert said["text"] == (
             "opsbot no longer knows this answer (answers take feedback for 7d), so your feedback was not recorded."
         )
-    assert feedback_records(redis_server) == []
-    s = scrapes.again()
-    assert s.moved("opsbot_feedback_total", value="negative") == s.moved("opsbot_feedback_total", value="positive") == 0
-    code, out = audit_cli("--feedback", redis_url=redis_server.url, stream="all")
-    assert code == 0 and out.splitlines()[-1] == "No negative feedback since 24h."
+    nothing_recorded(redis_server, scrapes)
+    nothing_negative_listed(redis_server)
 
 
 def test_a_click_while_redis_is_unreachable_is_refused_and_counted_as_a_redis_error(
     make_stack, redis_server, web
 ) -> None:
     stack = make_stack(looked_then_answered())
-    mention = payloads.app_mention("<@UBOT> why is checkout throwing 502s?")
-    stack.event(mention)
-    [answer] = answered(stack, "C1", mention["ts"])
-    run = run_of(answer)
+    mention, answer, run = asked(stack)
     scrapes = Scrapes(web + "/metrics")
 
     def unreachable(*args: Any, **kwargs: Any) -> Any:
@@ -285,9 +294,7 @@ def test_a_click_on_the_old_thumbs_of_an_earlier_answer_is_answered_and_records_
     """Answers posted before Slack's own buttons keep their 👍/👎 (action ids opsbot_feedback_good
     and _bad): a click is told they record nothing now, rather than meeting an error."""
     stack = make_stack(looked_then_answered())
-    mention = payloads.app_mention("<@UBOT> why is checkout throwing 502s?")
-    stack.event(mention)
-    [answer] = answered(stack, "C1", mention["ts"])
+    mention, answer, _ = asked(stack)
     scrapes = Scrapes(web + "/metrics")
     for n, action_id in enumerate(("opsbot_feedback_good", "opsbot_feedback_bad")):
         body = payloads.interactive_body(
@@ -298,6 +305,4 @@ def test_a_click_on_the_old_thumbs_of_an_earlier_answer_is_answered_and_records_
         assert said["text"] == (
             "These buttons are from an earlier opsbot and record nothing now; the feedback buttons of newer answers do."
         )
-    assert feedback_records(redis_server) == []
-    s = scrapes.again()
-    assert s.moved("opsbot_feedback_total", value="negative") == s.moved("opsbot_feedback_total", value="positive") == 0
+    nothing_recorded(redis_server, scrapes)

@@ -220,12 +220,18 @@ def test_ops_reset_closes_the_sessions_of_the_threads_it_forgets(make_stack: Mak
     assert session is not None and session["statuses"] == ["processing", "active"]
 
 
-def test_a_write_waiting_for_approval_suspends_the_session_until_it_is_decided(make_stack: Make) -> None:
-    stack = make_stack()
+def restart_asked(stack: Stack) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Someone asks for checkout's restart: the mention, and the approval request it waits on."""
     mention = payloads.app_mention("<@UBOT> restart checkout")
     stack.event(mention)
-    message = approval(stack, mention["ts"])
+    request = approval(stack, mention["ts"])
     answers(stack, mention["ts"], 1)
+    return mention, request
+
+
+def test_a_write_waiting_for_approval_suspends_the_session_until_it_is_decided(make_stack: Make) -> None:
+    stack = make_stack()
+    mention, message = restart_asked(stack)
     assert statuses(stack, mention["ts"]) == ["processing", "suspended"]
 
     stack.click("opsbot_approve", request_of(message), user="U2", message_ts=message["ts"])
@@ -348,10 +354,7 @@ def test_a_stop_delivered_twice_and_to_another_process_stops_the_run_once(
 
 def test_a_stop_while_writes_wait_cancels_them_and_says_so_once(make_stack: Make) -> None:
     stack = make_stack()
-    mention = payloads.app_mention("<@UBOT> restart checkout")
-    stack.event(mention)
-    request = approval(stack, mention["ts"])
-    answers(stack, mention["ts"], 1)
+    mention, request = restart_asked(stack)
 
     stack.event(payloads.message("stop", thread_ts=mention["ts"], user="U1"))
 
