@@ -15,21 +15,14 @@ from slack_sdk.models.blocks import SectionBlock
 from slack_sdk.models.views import View
 
 from tests.fakes.slack_api import SlackApi
-
-TOKEN = "xoxb-test"
+from tests.test_fake_slack import TOKEN
+from tests.test_fake_slack import client as client  # noqa: F401 - a fixture, given this file's `slack`
 
 
 @pytest.fixture
 def slack() -> Iterator[SlackApi]:
     with SlackApi(token=TOKEN) as fake:
         yield fake
-
-
-@pytest.fixture
-def client(slack: SlackApi) -> WebClient:
-    client = WebClient(token=TOKEN, base_url=slack.base_url)
-    client.retry_handlers = []
-    return client
 
 
 def home(blocks: int = 1, text: str = "hello") -> dict[str, Any]:

@@ -16,6 +16,7 @@ from opsbot.bot.telemetry.audit import AuditRecord, InProcessAudit, RedisAudit, 
 from opsbot.config.policy import Principal
 from opsbot.config.settings import Settings
 from tests.fakes.redis_server import ClusterSetup, RedisServer
+from tests.fakes.waiting import until
 from tests.test_approvals import APPROVER, ASKER, OUTSIDER, Clock, Shown, ask, policy_with, prepared, service
 from tests.test_approvals import new_store as new_store  # noqa: F401 - a fixture
 
@@ -103,6 +104,6 @@ def test_requests_dropped_undecided_leave_the_index_without_anyone_reading_it(
     approvals, _ = service(policy_with(sample.policy), store, [])
     gone = ask(approvals, prepared(approvals.policy).approval_request(ASKER))
     store.save(gone, ttl_s=0.05)  # kept no longer than this
-    time.sleep(0.1)
+    assert until(lambda: store.load(gone.id) is None), "Redis let it expire"
     kept = ask(approvals, prepared(approvals.policy, service="auth").approval_request(ASKER))
     assert redis_server.client().zrange(f"{store.prefix}:undecided", 0, -1) == [kept.id]

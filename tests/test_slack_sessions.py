@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -32,6 +31,7 @@ from tests.fakes.model_server import Call, Reply, tool_results
 from tests.fakes.redis_server import RedisServer
 from tests.fakes.slack_api import SlackApi
 from tests.fakes.slack_stack import Stack, Stacks, stack_settings
+from tests.fakes.waiting import until
 from tests.test_cancel import sleepers
 from tests.test_metrics import Scrapes
 from tests.test_metrics import web as web  # noqa: F401 - a fixture
@@ -94,21 +94,11 @@ SLEEP = f"{60 + os.getpid() % 30}.{next(_durations):03d}"
 
 
 def sleeping() -> bool:
-    deadline = time.monotonic() + 10
-    while not sleepers(SLEEP):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
+    return until(lambda: sleepers(SLEEP), timeout=10, interval=0.05)
 
 
 def none_left() -> bool:
-    deadline = time.monotonic() + 2
-    while sleepers(SLEEP):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
+    return until(lambda: not sleepers(SLEEP), timeout=2, interval=0.05)
 
 
 def kit(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
