@@ -253,7 +253,7 @@ class ModelClient:
             streamed = {**request, "stream": True}
             if self.usage_in_stream:
                 streamed["stream_options"] = {"include_usage": True}
-            chunks = self._streaming.chat.completions.create(**streamed)
+            chunks = _posted(self._streaming, streamed, stream=True)
             try:
                 assembled = assemble(chunks, started, protocol, sink)
             except Cancelled:
@@ -267,7 +267,7 @@ class ModelClient:
             # Nothing came as events: a server that ignores `stream` and answers whole.
             self.stream = False
             log.info("%s sent no stream events; asking without streaming from now on", self._where)
-        response = self._client.chat.completions.create(**request)
+        response = _posted(self._client, request, stream=False)
         return _Sent(_whole(response), None)
 
     def _adapt(self, request: dict[str, Any], exc: openai.APIStatusError) -> bool:
@@ -523,4 +523,24 @@ def _whole(response: Any) -> Assembled:
         finish_reason=choice.finish_reason,
         prompt_tokens=(usage.prompt_tokens or 0) if usage else 0,
         completion_tokens=(usage.completion_tokens or 0) if usage else 0,
+    )
+
+
+def _posted(client: openai.OpenAI, request: dict[str, Any], stream: bool) -> Any:
+    """POST /chat/completions with `request` as the body, as built. The SDK's `create` first walks
+    the body against its parameter types (`maybe_transform`), about 80 µs a message on every
+    request, a whole run's history each time, and changes nothing in what opsbot sends (JSON
+    strings, lists and objects: tests/test_model_request_body.py holds that). `post` is the SDK's
+    own way to send a body as is, with its retries, errors, auth and streaming."""
+    import openai
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+    body = {key: value for key, value in request.items() if key != "extra_body"}
+    body.update(request.get("extra_body") or {})
+    return client.post(
+        "/chat/completions",
+        cast_to=ChatCompletion,
+        body=body,
+        stream=stream,
+        stream_cls=openai.Stream[ChatCompletionChunk],
     )

@@ -27,6 +27,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from openai import Stream
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -64,7 +67,8 @@ TARGET_ADDED_MS = 1.0  # per model call, over a minimal raw loop on the same cli
 TARGET_TOKEN_RATIO = 0.15
 RAW_STREAMING = "raw, streaming"
 RAW_CONTENT = "raw, streaming, content kept"
-SIDE_BY_SIDE = ("opsbot", RAW_STREAMING, RAW_CONTENT, "raw, not streaming")
+RAW_POSTED = "raw, streaming, content kept, body posted as built"
+SIDE_BY_SIDE = ("opsbot", RAW_STREAMING, RAW_CONTENT, RAW_POSTED, "raw, not streaming")
 
 
 # --- 1 and 2: overhead and Redis round trips ------------------------------------------------
@@ -140,14 +144,17 @@ def measure(
     return figures
 
 
-def raw_run(openai_client: Any, stream: bool, tools: list[dict[str, Any]], content: bool = False) -> int:
+def raw_run(
+    openai_client: Any, stream: bool, tools: list[dict[str, Any]], content: bool = False, posted: bool = False
+) -> int:
     """A minimal hand-written loop on the same openai client: ask, run the calls, ask again until
     the model answers. No memory, checks, guards, redaction or records; opsbot's system prompt
     and tool schemas, so the request's size (which the client and the in-process server pay for)
     is not what differs. With `content`, an assistant message with tool calls keeps its (empty)
     content as opsbot's does: servers and templates that need the key (llama-cpp-python #1805,
-    TGI before #3036, Qwen3's template, LiteLLM) refuse the message without it. Returns its model
-    calls."""
+    TGI before #3036, Qwen3's template, LiteLLM) refuse the message without it. With `posted`, the
+    body goes out through the client's `post` as built, as opsbot sends it (bot/llm/client.py
+    `_posted`), not through `create`'s walk over its parameter types. Returns its model calls."""
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": "bench: go"},
@@ -157,9 +164,25 @@ def raw_run(openai_client: Any, stream: bool, tools: list[dict[str, Any]], conte
         asked += 1
         calls: dict[int, dict[str, str]] = {}
         if stream:
-            for chunk in openai_client.chat.completions.create(
-                model="scripted", messages=messages, tools=tools, stream=True, stream_options={"include_usage": True}
-            ):
+            request = {
+                "model": "scripted",
+                "messages": messages,
+                "tools": tools,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            }
+            chunks = (
+                openai_client.post(
+                    "/chat/completions",
+                    cast_to=ChatCompletion,
+                    body=request,
+                    stream=True,
+                    stream_cls=Stream[ChatCompletionChunk],
+                )
+                if posted
+                else openai_client.chat.completions.create(**request)
+            )
+            for chunk in chunks:
                 for delta in chunk.choices[0].delta.tool_calls or [] if chunk.choices else []:
                     call = calls.setdefault(delta.index, {"id": "", "name": "", "arguments": ""})
                     call["id"] = delta.id or call["id"]
@@ -210,6 +233,7 @@ def side_by_side(rounds: int = 40) -> dict[str, list[float]]:
             "opsbot": opsbot_once,
             RAW_STREAMING: lambda i: raw_run(openai_client, True, agent.schemas),
             RAW_CONTENT: lambda i: raw_run(openai_client, True, agent.schemas, content=True),
+            RAW_POSTED: lambda i: raw_run(openai_client, True, agent.schemas, content=True, posted=True),
             "raw, not streaming": lambda i: raw_run(openai_client, False, agent.schemas),
         }
         for i in range(WARMUP + rounds):

@@ -134,6 +134,7 @@ class ModelServer:
         self.check_ordering = check_ordering
         self.wire = wire or Wire()
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []  # each POST's headers, names in lower case
         self._lock = threading.Lock()
         self._counter = 0
         # Set on __exit__: a reply still being delayed goes out at once, so the server stops promptly.
@@ -155,6 +156,7 @@ class ModelServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
                     server.requests.append(body)
+                    server.headers.append({name.lower(): value for name, value in self.headers.items()})
                     server._counter += 1
                     number = server._counter
                 refusal = openai_ordering_error(body.get("messages", [])) if server.check_ordering else None
