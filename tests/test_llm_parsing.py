@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from opsbot.bot.llm.protocols import Protocol, read, read_react, render, speaks_react
 from opsbot.bot.llm.reasoning import split_thinking
-from opsbot.bot.llm.shaping import template_safe, unique_ids
+from opsbot.bot.llm.shaping import ids_in, template_safe, unique_ids
 from opsbot.bot.llm.textcalls import calls_in_text
 from opsbot.bot.messages import ToolCallSpec
 
@@ -189,7 +189,7 @@ def test_empty_and_repeated_ids_are_replaced_by_unique_ones() -> None:
     earlier = [{"role": "assistant", "content": "", "tool_calls": [_api_call("call_0", *CALL)]}]
     given = (("call_0", "a"), ("", "b"), ("x1", "c"), ("x1", "d"))
     calls = [ToolCallSpec(id=call_id, name=name, arguments="{}") for call_id, name in given]
-    ids = [c.id for c in unique_ids(calls, earlier)]
+    ids = [c.id for c in unique_ids(calls, ids_in(earlier))]
     assert len(set(ids)) == 4 and "call_0" not in ids and ids[2] == "x1" and all(ids)
 
 

@@ -19,23 +19,21 @@ def fit_prompt(
 ) -> list[Message]:
     turns = _split_turns(window)
     current = [list(block.messages) for block in turn]
-    fixed = sum(message_tokens(m) for m in [*head, *tail])
-
-    def size() -> int:
-        return (
-            fixed
-            + sum(message_tokens(m) for t in turns for b in t for m in b.messages)
-            + sum(message_tokens(m) for block in current for m in block)
-        )
-
+    # Each message is estimated once; what is left out or shortened is taken off the total.
+    turn_sizes = [sum(message_tokens(m) for b in t for m in b.messages) for t in turns]
+    block_sizes = [sum(message_tokens(m) for m in block) for block in current]
+    size = sum(message_tokens(m) for m in [*head, *tail]) + sum(turn_sizes) + sum(block_sizes)
     left_out = 0
-    while size() > budget and turns:
+    while size > budget and turns:
         turns.pop(0)
+        size -= turn_sizes.pop(0)
         left_out += 1
-    for block in current[:-1]:  # the newest results are what the model is about to read
-        if size() <= budget:
+    for n, block in enumerate(current[:-1]):  # the newest results are what the model is about to read
+        if size <= budget:
             break
         block[:] = [_elided(m) if m.role == "tool" else m for m in block]
+        shortened = sum(message_tokens(m) for m in block)
+        size += shortened - block_sizes[n]
     notes = [Message.system(f"{left_out} earlier turn(s) of this thread were left out to fit the context.")]
     messages = [*head, *(notes if left_out else [])]
     messages += [m for t in turns for b in t for m in b.messages]

@@ -73,6 +73,13 @@ def canonical_arguments(raw: str) -> Arguments:
     return Arguments(json.dumps(parsed, sort_keys=True, separators=(",", ":")), parsed)
 
 
+@functools.lru_cache(maxsize=1024)
+def canonical_text(raw: str) -> str:
+    """`canonical_arguments(raw).canonical`, worked out once: a call's key, its repeat record and
+    its step's signature each ask for it."""
+    return canonical_arguments(raw).canonical
+
+
 def call_key(call: ToolCall) -> str:
     return _key(call.name, call.arguments)
 
@@ -80,8 +87,11 @@ def call_key(call: ToolCall) -> str:
 @functools.lru_cache(maxsize=1024)
 def _key(name: str, arguments: str) -> str:
     """A call's key, worked out once: the loop, its guards and its budget each ask for it."""
-    canonical, _ = canonical_arguments(arguments)
-    return hashlib.sha256(f"{name}\0{canonical}".encode()).hexdigest()[:32]
+    return hashlib.sha256(f"{name}\0{canonical_text(arguments)}".encode()).hexdigest()[:32]
+
+
+# A call's tool, one argument's name, and every other argument as (name, JSON) pairs.
+_Signature = tuple[str, str, tuple[tuple[str, str], ...]]
 
 
 class LoopGuard:
@@ -92,7 +102,7 @@ class LoopGuard:
         self._changed: set[str] = set()
         self._step = 0
         # (tool, varied argument, the other arguments) -> (last step seen, consecutive steps, values)
-        self._runs: dict[tuple[str, str, str], tuple[int, int, set[str]]] = {}
+        self._runs: dict[_Signature, tuple[int, int, set[str]]] = {}
         self._step_signatures: list[str] = []
 
     def check(self, call: ToolCall) -> Check:
@@ -108,12 +118,12 @@ class LoopGuard:
             return Check(Verdict.stop, earlier)
         return Check(Verdict.repeat, earlier)
 
-    def record(self, call: ToolCall, result: ToolResult) -> None:
-        """Remember what a call that actually ran came to."""
-        key = call_key(call)
-        canonical, _ = canonical_arguments(call.arguments)
-        self.records[key] = RepeatRecord(tool=call.name, args=canonical, status=result.status, result=result.render())
-        self._changed.add(key)
+    def record(self, call: ToolCall, result: ToolResult, rendered: str) -> None:
+        """Remember what a call that actually ran came to (`rendered`: `result.render()`)."""
+        self.records[call_key(call)] = RepeatRecord(
+            tool=call.name, args=canonical_text(call.arguments), status=result.status, result=rendered
+        )
+        self._changed.add(call_key(call))
 
     def drift(self, calls: list[ToolCall]) -> str | None:
         """Why this step looks like the loop is circling, or None.
@@ -124,12 +134,13 @@ class LoopGuard:
         """
         self._step += 1
         reason = None
-        touched: dict[tuple[str, str, str], str] = {}
+        touched: dict[_Signature, str] = {}
         for call in calls:
             _, parsed = canonical_arguments(call.arguments)
-            for name, value in (parsed or {}).items():
-                rest = {k: v for k, v in (parsed or {}).items() if k != name}
-                touched[(call.name, name, json.dumps(rest, sort_keys=True))] = json.dumps(value, sort_keys=True)
+            spelt = {name: json.dumps(value, sort_keys=True) for name, value in (parsed or {}).items()}
+            for name, value in spelt.items():
+                rest = tuple((k, v) for k, v in sorted(spelt.items()) if k != name)
+                touched[(call.name, name, rest)] = value
         for signature, value in touched.items():
             last, length, values = self._runs.get(signature, (0, 0, set()))
             if value in values:
@@ -139,7 +150,7 @@ class LoopGuard:
             self._runs[signature] = (self._step, length, values)
             if length >= self.limits.near_repeat_limit:
                 reason = f"{signature[0]} was called in {length} steps in a row changing only {signature[1]!r}"
-        step_signature = "|".join(sorted(f"{c.name}:{canonical_arguments(c.arguments).canonical}" for c in calls))
+        step_signature = "|".join(sorted(f"{c.name}:{canonical_text(c.arguments)}" for c in calls))
         self._step_signatures.append(step_signature)
         s = self._step_signatures
         if len(s) >= 4 and s[-1] == s[-3] and s[-2] == s[-4] and s[-1] != s[-2]:

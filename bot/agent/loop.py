@@ -181,6 +181,7 @@ class _StepOutcomes(NamedTuple):
     """A step's calls answered, in order, and what the budget refused, if anything."""
 
     outcomes: list[Outcome]
+    rendered: list[str]  # each outcome's result rendered, rendered once
     refusal: Refusal | None
 
 
@@ -215,6 +216,7 @@ class _Run:
     drift_noted: bool = False
     recalled: Recalled | None = None  # past incidents like the question (bot/agent/recollection.py)
     context_note: str | None = None  # the request was shrunk to fit the model's context: for the next step's note
+    shown_args: dict[str, Any] = field(default_factory=dict)  # a call's raw arguments -> as shown (_shown_args)
 
     def execute(self, text: str) -> Reply:
         agent, limits = self.agent, self.agent.limits
@@ -336,8 +338,9 @@ class _Run:
 
     def _with_unique_ids(self, turn: ModelTurn, state: ThreadState, turn_blocks: list[Block]) -> ModelTurn:
         """The turn's calls with ids no other message of this thread has (bot/llm/shaping.py)."""
-        known = [m.to_api() for b in [*state.blocks, *turn_blocks] for m in b.messages]
-        return dataclasses.replace(turn, tool_calls=unique_ids(turn.tool_calls, known))
+        messages = [m for b in [*state.blocks, *turn_blocks] for m in b.messages]
+        taken = {c.id for m in messages for c in m.tool_calls} | {m.tool_call_id for m in messages if m.tool_call_id}
+        return dataclasses.replace(turn, tool_calls=unique_ids(turn.tool_calls, taken))
 
     def _finish(
         self,
@@ -392,11 +395,12 @@ class _Run:
         if turn.cut:
             # The output limit cut the reply: the last call's arguments are incomplete, and none runs.
             limit = agent.model.max_answer_tokens if agent.model is not None else 0
-            outcomes, refusal = [Outcome(call, cut_call(limit), 0, 0.0) for call in calls], None
+            outcomes = [Outcome(call, cut_call(limit), 0, 0.0) for call in calls]
+            texts, refusal = [o.result.render() for o in outcomes], None
         else:
-            outcomes, refusal = self._outcomes(step_n, calls, guard, budget)
+            outcomes, texts, refusal = self._outcomes(step_n, calls, guard, budget)
         self.outcomes.extend(outcomes)
-        rendered = [numbered(step_n, o.result.render()) for o in outcomes]
+        rendered = [numbered(step_n, text) for text in texts]
         self.sources += [
             result_source(step_n, o.call.name, r, o.call.arguments) for o, r in zip(outcomes, rendered, strict=True)
         ]
@@ -424,7 +428,7 @@ class _Run:
                 self.drift_noted = True
                 self.notes.append((len(turn_blocks), Block(messages=[nudge_drift(drift)])))
                 note = f"{drift}: nudged"
-        records = [_call_record(o, agent.registry) for o in outcomes]
+        records = [_call_record(o, self._shown_args(o.call.arguments), agent.registry) for o in outcomes]
         if refusal is not None:
             note = "; ".join(n for n in (refusal.note(outcomes), note) if n)
         if turn.renamed:
@@ -432,7 +436,7 @@ class _Run:
         step = Step(
             n=step_n, decision=StepDecision.tool_calls, calls=records, note=note, preamble=preamble, **_tokens(turn)
         )
-        self._record(step, outcomes, turn)
+        self._record(step, texts, turn)
         return _AskAgain(stop)
 
     def _preamble(self, turn: ModelTurn, step_n: int) -> str | None:
@@ -461,14 +465,16 @@ class _Run:
         wanted = [first_of[key] for key, check in checks.items() if check.verdict is Verdict.run]
         to_run, refusal = budget.admit(wanted)
         for call in to_run:
-            self.progress.on_tool_start(step_n, call.name, _shown_args(call.arguments))
-        results = {}
+            self.progress.on_tool_start(step_n, call.name, self._shown_args(call.arguments))
+        results, texts = {}, {}
         for outcome in agent.executor.run_many(to_run, self.principal):
             # The step number goes first in what the model is given: it counts within the cap.
             capped = outcome.result.capped(agent.limits.max_result_tokens * CHARS_PER_TOKEN - STEP_FIELD_CHARS)
-            guard.record(outcome.call, capped)
-            results[call_key(outcome.call)] = Outcome(outcome.call, capped, outcome.attempts, outcome.duration_s)
-        outcomes = []
+            key = call_key(outcome.call)
+            texts[key] = capped.render()
+            guard.record(outcome.call, capped, texts[key])
+            results[key] = Outcome(outcome.call, capped, outcome.attempts, outcome.duration_s)
+        outcomes, rendered = [], []
         for call in calls:
             key = call_key(call)
             shared = results.get(key)
@@ -477,11 +483,14 @@ class _Run:
                 outcomes.append(
                     Outcome(call, shared.result, shared.attempts if first else 0, shared.duration_s if first else 0.0)
                 )
-            elif refusal is not None and key in refusal.keys:
+                rendered.append(texts[key])
+                continue
+            if refusal is not None and key in refusal.keys:
                 outcomes.append(Outcome(call, refusal.result, 0, 0.0))
             else:
                 outcomes.append(Outcome(call, checks[key].result(), 0, 0.0))
-        return _StepOutcomes(outcomes, refusal)
+            rendered.append(outcomes[-1].result.render())
+        return _StepOutcomes(outcomes, rendered, refusal)
 
     def _ask(self, state: ThreadState, turn_blocks: list[Block], final: StopReason | None) -> ModelTurn:
         agent, step_n = self.agent, len(self.steps) + 1
@@ -531,7 +540,8 @@ class _Run:
         self.usage.add(usage)
         self.agent.memory.fold(self.thread, state.skipped + count, summary)
 
-    def _record(self, step: Step, outcomes: list[Outcome], turn: ModelTurn | None = None) -> None:
+    def _record(self, step: Step, results: list[str], turn: ModelTurn | None = None) -> None:
+        """`step` kept, counted, audited, logged and shown; `results`: its calls' results, rendered."""
         if self.context_note:
             step = step.model_copy(update={"note": "; ".join(n for n in (self.context_note, step.note) if n)})
             self.context_note = None
@@ -550,6 +560,11 @@ class _Run:
                 args=call.args,
                 status=call.status,
             )
+        if log.isEnabledFor(logging.INFO):
+            self._log_step(step, results, turn)
+        self.progress.on_step(step)
+
+    def _log_step(self, step: Step, results: list[str], turn: ModelTurn | None) -> None:
         _log(
             "step",
             thread=self.thread,
@@ -557,7 +572,7 @@ class _Run:
             step=step.n,
             decision=step.decision.value,
             calls=[c.model_dump(mode="json") for c in step.calls],
-            results=[o.result.render() for o in outcomes],
+            results=results,
             note=step.note,
             preamble=step.preamble,
             prompt_tokens=step.prompt_tokens,
@@ -567,7 +582,14 @@ class _Run:
             first_token_ms=step.first_token_ms,
             reasoning=_thinking(turn),
         )
-        self.progress.on_step(step)
+
+    def _shown_args(self, raw: str) -> Any:
+        """A call's arguments as people see them (parsed when they are JSON, redacted), worked out
+        once a run: the progress line and the step's record both show them."""
+        if raw not in self.shown_args:
+            _, parsed = canonical_arguments(raw)
+            self.shown_args[raw] = redact(parsed if parsed is not None else raw)
+        return self.shown_args[raw]
 
     def reply(
         self,
@@ -656,11 +678,6 @@ def _tokens(turn: ModelTurn) -> dict[str, Any]:
     }
 
 
-def _shown_args(raw: str) -> Any:
-    _, parsed = canonical_arguments(raw)
-    return redact(parsed if parsed is not None else raw)
-
-
 def _approval_requests(outcomes: list[Outcome]) -> list[ApprovalRequest]:
     """The approval requests among `outcomes`, each once (identical calls share one request)."""
     requests: dict[str, ApprovalRequest] = {}
@@ -674,12 +691,12 @@ def _approval_requests(outcomes: list[Outcome]) -> list[ApprovalRequest]:
     return list(requests.values())
 
 
-def _call_record(outcome: Outcome, registry: Registry) -> CallRecord:
+def _call_record(outcome: Outcome, args: Any, registry: Registry) -> CallRecord:
     error = outcome.result.error
     return CallRecord(
         id=outcome.call.id,
         tool=outcome.call.name,
-        args=_shown_args(outcome.call.arguments),
+        args=args,
         status=outcome.result.status,
         error=error.message if error else None,
         attempts=outcome.attempts,

@@ -36,7 +36,7 @@ from .harmony import read_harmony
 from .health import CHECK_TIMEOUT_S, ModelHealth, ModelState, served_names
 from .protocols import Protocol, TextReply, read, render, speaks_react
 from .reasoning import reasoning_field, split_thinking
-from .shaping import offered_names, template_safe, unique_ids
+from .shaping import ids_in, offered_names, template_safe, unique_ids
 from .streaming import Assembled, TextSink, assemble
 from .textcalls import calls_in_text
 from .turns import ModelTurn, ModelUnavailable, Usage
@@ -330,7 +330,7 @@ class ModelClient:
         )
         return ModelTurn(
             content=content,
-            tool_calls=unique_ids(named.calls, messages),
+            tool_calls=unique_ids(named.calls, ids_in(messages)),
             usage=usage,
             duration_s=duration_s,
             reasoning=reasoning,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from ..messages import ToolCallSpec
@@ -38,12 +39,11 @@ def _joinable(previous: dict[str, Any], message: dict[str, Any]) -> bool:
     return not previous.get("tool_calls") and not message.get("tool_calls")
 
 
-def unique_ids(calls: list[ToolCallSpec], messages: list[dict[str, Any]]) -> list[ToolCallSpec]:
+def unique_ids(calls: list[ToolCallSpec], taken: Iterable[str]) -> list[ToolCallSpec]:
     """`calls` with every empty, missing or repeated id replaced: some servers number calls per
     message (`call_0` in every reply) or give none, and a request holding one id twice is refused
-    or answered with the wrong result. Ids already in the conversation count as taken."""
-    taken = {c["id"] for m in messages for c in m.get("tool_calls") or []}
-    taken |= {m["tool_call_id"] for m in messages if m.get("tool_call_id")}
+    or answered with the wrong result. The ids `taken` (those already in the conversation) count."""
+    taken = set(taken)
     out = []
     for call in calls:
         if not call.id or call.id in taken:
@@ -51,6 +51,12 @@ def unique_ids(calls: list[ToolCallSpec], messages: list[dict[str, Any]]) -> lis
         taken.add(call.id)
         out.append(call)
     return out
+
+
+def ids_in(messages: list[dict[str, Any]]) -> set[str]:
+    """The tool-call ids chat-completions messages hold, on calls and on results."""
+    taken = {c["id"] for m in messages for c in m.get("tool_calls") or []}
+    return taken | {m["tool_call_id"] for m in messages if m.get("tool_call_id")}
 
 
 def new_id() -> str:

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from ...tools import cancel
 from .protocols import Protocol as Speech
+from .reasoning import reasoning_values
 
 
 class TextSink(Protocol):
@@ -60,9 +61,10 @@ def assemble(chunks: Iterable[Any], started: float, speech: Speech, sink: TextSi
             out.completion_tokens = usage.completion_tokens or 0
         for choice in getattr(chunk, "choices", None) or []:
             delta = choice.delta
-            if out.first_token_s is None and (delta.content or delta.tool_calls or _reasoning(delta)):
+            reasoning = next(reasoning_values(delta), "")
+            if out.first_token_s is None and (delta.content or delta.tool_calls or reasoning):
                 out.first_token_s = time.monotonic() - started
-            out.reasoning += _reasoning(delta)
+            out.reasoning += reasoning
             refusal = getattr(delta, "refusal", None)
             if isinstance(refusal, str):
                 out.refusal += refusal
@@ -74,16 +76,6 @@ def assemble(chunks: Iterable[Any], started: float, speech: Speech, sink: TextSi
             if choice.finish_reason:
                 out.finish_reason = choice.finish_reason
     return out
-
-
-def _reasoning(delta: Any) -> str:
-    for name in ("reasoning_content", "reasoning"):
-        value = getattr(delta, name, None)
-        if value is None:
-            value = (getattr(delta, "model_extra", None) or {}).get(name)
-        if isinstance(value, str):
-            return value
-    return ""
 
 
 def _add_call(calls: dict[int, dict[str, str]], delta: Any) -> None:

@@ -28,9 +28,10 @@ def not_looked_at(question: str, calls: Iterable[Ran], subjects: Iterable[str]) 
     for call in ran:
         if call.status not in _NOT_GAPS:
             lines[f"{call.tool}({_shown(call.args)}): {call.status}"] = None
-    asked = " ".join(_shown(call.args, limit=None) for call in ran).lower()
-    for subject in subjects:
-        if _named(subject, question) and not _named(subject, asked):
+    named = [subject for subject in subjects if _named(subject, question)]
+    asked = " ".join(_shown(call.args, limit=None) for call in ran).lower() if named else ""
+    for subject in named:
+        if not _named(subject, asked):
             lines[f"{subject}: no tool was asked about it"] = None
     return list(lines)
 
