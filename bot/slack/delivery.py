@@ -235,9 +235,7 @@ class Dispatcher:
         """The threads of the jobs `replay` will queue again (parked ones are queued as they come)."""
         running = self._running()
         self._marked = {
-            e.job.thread.key
-            for e in self.journal.entries(parked=False)
-            if (e.job.thread.key, e.job.id) not in running
+            e.job.thread.key for e in self.journal.entries(parked=False) if (e.job.thread.key, e.job.id) not in running
         }
         return self._marked
 

@@ -131,7 +131,8 @@ class LoggedAudit:
     """Records on the `opsbot.audit` logger only (the terminal, and where there is no Redis)."""
 
     def record(self, entry: AuditRecord) -> None:
-        log.info(entry.model_dump_json(exclude_none=True))
+        if log.isEnabledFor(logging.INFO):
+            log.info(entry.model_dump_json(exclude_none=True))
 
 
 class AuditReader(Protocol):

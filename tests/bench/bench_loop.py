@@ -531,13 +531,15 @@ def main() -> None:
     ]
     print(table(["loop", "ms per model call", "opsbot minus this", "opsbot / this"], rows))
     added = ours - median(raw[RAW_STREAMING])
-    verdict = "met" if added <= TARGET_ADDED_MS else "NOT met"
+    like = ours - median(raw[RAW_POSTED])
+    verdict = "met" if max(added, like) <= TARGET_ADDED_MS else "NOT met"
     print(
-        f"   opsbot streams every request (its answers are shown as they are written): the streaming raw loop is the "
-        f"like-for-like one.\n   target: at most {TARGET_ADDED_MS:g} ms added per model call -> {verdict} "
-        f"({added:+.2f} ms)\n   '{RAW_CONTENT}': the raw loop sending an empty content with its tool calls, as "
-        f"opsbot does for the servers that need it\n   (the openai client's request transform walks each key "
-        f"present): opsbot adds {ours - median(raw[RAW_CONTENT]):+.2f} ms over it"
+        "   opsbot streams every request (its answers are shown as they are written), keeps an empty content beside\n"
+        "   its tool calls (servers that need the key: llama-cpp-python #1805, TGI before #3036, Qwen3, LiteLLM) and\n"
+        "   posts the body it built (the client's `post`, not `create`'s walk over its parameter types, about\n"
+        f"   80 µs a message a request). Over '{RAW_STREAMING}': {added:+.2f} ms; over '{RAW_POSTED}',\n"
+        f"   the like-for-like loop: {like:+.2f} ms.\n"
+        f"   target: at most {TARGET_ADDED_MS:g} ms added per model call over both -> {verdict}"
     )
     print("\n6. What checking answers costs (issue 29): tests/bench/bench_evidence.py, run here too\n")
     bench_evidence.main()
