@@ -545,8 +545,6 @@ class _Run:
         if self.context_note:
             step = step.model_copy(update={"note": "; ".join(n for n in (self.context_note, step.note) if n)})
             self.context_note = None
-        if turn is not None and turn.model:
-            step = step.model_copy(update={"model": turn.model})
         self.steps.append(step)
         metrics.model_answered(step.model)
         metrics.tool_calls(((c.tool, c.status.value) for c in step.calls), self._known)
@@ -675,6 +673,7 @@ def _tokens(turn: ModelTurn) -> dict[str, Any]:
         "completion_tokens": turn.usage.completion_tokens,
         "model_ms": round(turn.duration_s * 1000, 1),
         "first_token_ms": turn.usage.first_token_ms,
+        "model": turn.model or None,  # the model the server says answered, when it says
     }
 
 
