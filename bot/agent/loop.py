@@ -125,7 +125,8 @@ class Agent:
         tool's process is killed, and the run ends `cancelled` with the thread's memory whole."""
         run = _Run(self, thread, progress=progress or Progress(), started=time.monotonic(), principal=principal)
         with cancellable(cancel), tracing.span("opsbot.run", run_id=run.run_id, thread=thread) as span:
-            _log("run_start", thread=thread, run=run.run_id, question=redact_text(text))
+            if _logging():
+                _log("run_start", thread=thread, run=run.run_id, question=redact_text(text))
             if self.model is None:
                 reply = run.reply(no_model_text(), StopReason.no_model, fault=NO_MODEL_FAULT)
             else:
@@ -136,7 +137,8 @@ class Agent:
                     reply = run.reply(busy_text(self.memory_settings.lock_ttl_s), StopReason.busy)
                 except MemoryUnavailable as exc:
                     reply = run.reply(memory_unavailable_text(exc), StopReason.memory_unavailable, fault=exc.fault)
-            span.set(stop_reason=reply.stop_reason.value, steps=len(reply.steps), **reply.usage.model_dump())
+            usage = reply.usage.model_dump()
+            span.set(stop_reason=reply.stop_reason.value, steps=len(reply.steps), **usage)
             _log(
                 "run_end",
                 thread=thread,
@@ -146,7 +148,7 @@ class Agent:
                 evidence=_evidence_counts(reply.evidence),
                 steps=len(reply.steps),
                 duration_s=round(reply.duration_s, 3),
-                **reply.usage.model_dump(),
+                **usage,
             )
         metrics.run_finished(reply.stop_reason.value, len(reply.steps), reply.duration_s, run.first_answer_s)
         self.audit.record(run_finished(principal, thread, run.run_id, text, reply.stop_reason.value))
@@ -558,7 +560,7 @@ class _Run:
                 args=call.args,
                 status=call.status,
             )
-        if log.isEnabledFor(logging.INFO):
+        if _logging():
             self._log_step(step, results, turn)
         self.progress.on_step(step)
 
@@ -640,9 +642,17 @@ def _refused(turn: ModelTurn) -> str:
     return refused_text(turn.refusal) if turn.refusal else ""
 
 
+def _logging() -> bool:
+    """Whether the loop's records are logged (INFO on `opsbot.steps`): what only a record needs is
+    not worked out otherwise."""
+    return log.isEnabledFor(logging.INFO)
+
+
 def _log(event: str, **fields: Any) -> None:
     """One JSON record per event: a thread can be replayed from its run_start, steps and run_end.
     While tracing is on, each record names its trace, so a log line leads to the trace."""
+    if not _logging():
+        return
     trace = tracing.trace_id()
     if trace is not None:
         fields["trace_id"] = trace

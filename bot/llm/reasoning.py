@@ -9,7 +9,6 @@ the closing one. vLLM's reasoning parsers move the thinking to `reasoning_conten
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 _BLOCK = re.compile(r"<think>(.*?)(?:</think>|\Z)", re.S)
@@ -43,19 +42,24 @@ def split_thinking(content: str) -> Split:
 
 def reasoning_field(message: Any) -> str:
     """The thinking a server put beside the content: `reasoning_content` or `reasoning`."""
-    return next((value.strip() for value in reasoning_values(message) if value.strip()), "")
+    for value in reasoning_values(message):
+        if value.strip():
+            return value.strip()
+    return ""
 
 
-def reasoning_values(message: Any) -> Iterator[str]:
+def reasoning_values(message: Any) -> list[str]:
     """What a message or a streamed delta holds as `reasoning_content`, then as `reasoning`: a
     declared field, or one the openai client keeps as an extra. Read from the object's fields,
     not by `getattr`: a field the model lacks costs pydantic a raised AttributeError each time,
     and a stream asks on every piece."""
     declared = getattr(message, "__dict__", None) or {}
     extra = getattr(message, "model_extra", None) or {}
+    values = []
     for name in ("reasoning_content", "reasoning"):
         value = declared.get(name)
         if value is None:
             value = extra.get(name)
         if isinstance(value, str):
-            yield value
+            values.append(value)
+    return values

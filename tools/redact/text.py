@@ -133,4 +133,6 @@ def redact_lines(text: str) -> str:
 
 
 def redact_text(text: str) -> str:
+    if not text:
+        return text  # nothing to hide: an empty preamble or content is asked about on every step
     return redact_lines(pem.redact_body_runs(redact_spanning(text)))
