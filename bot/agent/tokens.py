@@ -20,8 +20,10 @@ def estimate_tokens(text: str) -> int:
 
 
 def message_tokens(message: Message) -> int:
-    calls = sum(estimate_tokens(c.name) + estimate_tokens(c.arguments) + 3 for c in message.tool_calls)
-    return MESSAGE_OVERHEAD + estimate_tokens(message.content or "") + calls
+    tokens = MESSAGE_OVERHEAD + estimate_tokens(message.content or "")
+    for call in message.tool_calls:  # a loop, not a sum over a generator: every request asks for every message
+        tokens += estimate_tokens(call.name) + estimate_tokens(call.arguments) + 3
+    return tokens
 
 
 def blocks_tokens(blocks: Iterable[Block]) -> int:
