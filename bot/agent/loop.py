@@ -183,7 +183,7 @@ class _StepOutcomes(NamedTuple):
     """A step's calls answered, in order, and what the budget refused, if anything."""
 
     outcomes: list[Outcome]
-    rendered: list[str]  # each outcome's result rendered, rendered once
+    rendered: list[str]  # each outcome's result as rendered, rendered once a step
     refusal: Refusal | None
 
 

@@ -61,7 +61,7 @@ def assemble(chunks: Iterable[Any], started: float, speech: Speech, sink: TextSi
             out.completion_tokens = usage.completion_tokens or 0
         for choice in getattr(chunk, "choices", None) or []:
             delta = choice.delta
-            reasoning = next(iter(reasoning_values(delta)), "")
+            reasoning = (reasoning_values(delta) or [""])[0]
             if out.first_token_s is None and (delta.content or delta.tool_calls or reasoning):
                 out.first_token_s = time.monotonic() - started
             out.reasoning += reasoning
